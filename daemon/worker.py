@@ -1,0 +1,202 @@
+"""Process one queued source from start to commit, and record how it ended.
+
+Used by the daemon's worker threads and by the one-shot ``wikiwright ingest``. The stages:
+dedupe by content hash → read and decode → plan (offline engine or model) → write pages
+under per-page locks (compare-and-swap) → rebuild index.md, append log.md → one commit with
+trailers → ledger. A stop request before writing abandons the job (it stays pending);
+once writing has begun the job finishes, so nothing is left half done.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import date
+from typing import Protocol
+
+from .catalog import Catalog
+from .config import Config
+from .errors import CommitPaused, LLMAuthError, LLMTransientError, SourceNotReady, SourceRejected
+from .extract import SourceText
+from .history import GitRepo
+from .index import append_log, rebuild_index
+from .ingest import IngestPlan, OfflinePlanner, prepare
+from .locks import PageLocks
+from .queue import FileRecord, Ledger
+from .vault import Vault
+from .writer import PageWriter, WriteOutcome
+
+log = logging.getLogger(__name__)
+
+RETRY_NOT_READY = 2.0
+RETRY_GIT = 5.0
+
+
+class Planner(Protocol):
+    engine: str
+
+    def plan(self, record: FileRecord, source: SourceText, data: bytes, today: date) -> IngestPlan: ...
+
+
+@dataclass(frozen=True)
+class JobResult:
+    path: str
+    state: str  # ingested | duplicate | quarantined | pending | unchanged
+    detail: str
+    commit: str = ""
+    page: str = ""
+
+
+class Pipeline:
+    def __init__(
+        self,
+        config: Config,
+        vault: Vault,
+        ledger: Ledger,
+        catalog: Catalog,
+        repo: GitRepo,
+        planner: Planner | None = None,
+        stop: threading.Event | None = None,
+        clock: Callable[[], date] = date.today,
+    ) -> None:
+        self.config = config
+        self.vault = vault
+        self.ledger = ledger
+        self.catalog = catalog
+        self.repo = repo
+        self.planner: Planner = planner or OfflinePlanner(config, vault, ledger, catalog)
+        self.stop = stop or threading.Event()
+        self.clock = clock
+        self.page_locks = PageLocks()
+        self.commit_lock = threading.Lock()
+        self.writer = PageWriter(vault, ledger, repo, commit_user_edits=self._commit_user_edits)
+
+    # -- one job ---------------------------------------------------------------------
+
+    def process(self, record: FileRecord) -> JobResult:
+        try:
+            return self._process(record)
+        except CommitPaused as exc:
+            self.ledger.set_notice("git", exc.reason)
+            self.ledger.release(record, f"waiting to commit: {exc.reason}", RETRY_GIT)
+            return JobResult(record.path, "pending", exc.reason)
+        except SourceNotReady as exc:
+            self.ledger.release(record, "still being written; will retry", RETRY_NOT_READY)
+            return JobResult(record.path, "pending", str(exc))
+        except LLMAuthError as exc:
+            self.ledger.set_notice("llm", f"model calls stopped: {exc}")
+            self.ledger.release(record, f"waiting for the model: {exc}", 300)
+            return JobResult(record.path, "pending", str(exc))
+        except LLMTransientError as exc:
+            delay = exc.retry_after or 30.0
+            self.ledger.set_notice("llm", f"model unavailable, retrying: {exc}")
+            self.ledger.release(record, f"waiting for the model: {exc}", delay)
+            return JobResult(record.path, "pending", str(exc))
+        except SourceRejected as exc:
+            reason = f"{exc.code}: {exc}"
+            self.ledger.finish_quarantined(record, reason)
+            return JobResult(record.path, "quarantined", reason)
+
+    def _process(self, record: FileRecord) -> JobResult:
+        if record.recovering:
+            found = self.repo.find_source_commit(record.sha256)
+            if found:
+                # The process died after committing but before the ledger heard of it.
+                page = self.ledger.bind_page(record.path, lambda taken: "")
+                self.ledger.finish_ingested(record, page=page, title="", commit_sha=found, engine="recovered")
+                return JobResult(record.path, "ingested", "recovered after a crash", found, page)
+        original = self.ledger.source(record.sha256)
+        if original is not None and original.path != record.path:
+            self.ledger.finish_duplicate(record, original)
+            return JobResult(record.path, "duplicate", f"same content as {original.path}", original.commit_sha)
+        if original is not None:
+            self.ledger.finish_ingested(
+                record, page=original.page, title=original.title, commit_sha=original.commit_sha,
+                engine=original.engine,
+            )
+            return JobResult(record.path, "unchanged", "already ingested", original.commit_sha, original.page)
+        source, data = prepare(self.config, self.vault, record)
+        plan = self.planner.plan(record, source, data, self.clock())
+        if self.stop.is_set():
+            self.ledger.release(record, "abandoned at shutdown; resumes on the next start", 0)
+            return JobResult(record.path, "pending", "abandoned at shutdown")
+        with self.page_locks.hold(plan.pages):
+            outcome = self.writer.write(plan.changes)
+            sha = self._commit(plan, outcome)
+        self.ledger.clear_notice("git")
+        self.ledger.finish_ingested(
+            record, page=plan.source_page, title=plan.title, commit_sha=sha or "", engine=plan.engine
+        )
+        return JobResult(record.path, "ingested", plan.title, sha or "", plan.source_page)
+
+    def _commit(self, plan: IngestPlan, outcome: WriteOutcome) -> str | None:
+        record = plan.record
+        with self.commit_lock:
+            self.catalog.refresh([*plan.pages])
+            rebuild_index(self.vault, self.catalog)
+            marker = f"sha256 {record.sha256[:16]}"
+            page_links = ", ".join(f"[[{page.rsplit('/', 1)[-1]}]]" for page in plan.pages)
+            details = [f"source: `{record.path}` ({marker})", f"pages: {page_links}"]
+            if outcome.merged:
+                details.append(f"merged with a person's edits: {', '.join(outcome.merged)}")
+            for conflict in outcome.conflicts:
+                details.append(f"kept a person's version of {conflict.page}; proposal in `{conflict.proposal_file}`")
+            self._append_log_once(plan.title, details, marker)
+            trailers = {
+                "Wikiwright-Operation": "ingest",
+                "Wikiwright-Source": f"{record.path} sha256:{record.sha256}",
+                "Wikiwright-Pages": ", ".join(f"wiki/{p}.md" for p in plan.pages),
+                "Wikiwright-Engine": plan.engine,
+            }
+            if plan.claims_added or plan.claims_superseded:
+                trailers["Wikiwright-Claims"] = f"added {plan.claims_added}, superseded {plan.claims_superseded}"
+            if plan.tokens_in or plan.tokens_out:
+                trailers["Wikiwright-Tokens"] = f"in {plan.tokens_in}, out {plan.tokens_out}"
+                trailers["Wikiwright-Cost-USD"] = f"{plan.cost_usd:.6f}"
+            if outcome.conflicts:
+                trailers["Wikiwright-Conflicts"] = ", ".join(c.page for c in outcome.conflicts)
+            paths = [*outcome.paths, "wiki/index.md", "wiki/log.md"]
+            sha = self.repo.commit_paths(paths, f"ingest: {plan.title}", trailers)
+            self.writer.remember(outcome)
+            self._after_commit(plan, outcome, sha)
+            return sha
+
+    def _after_commit(self, plan: IngestPlan, outcome: WriteOutcome, sha: str | None) -> None:
+        """Hook for follow-ups of a commit (review queue entries for conflicts)."""
+        if outcome.conflicts:
+            for conflict in outcome.conflicts:
+                self.ledger.set_notice(f"conflict:{conflict.page}", conflict.reason)
+
+    def _append_log_once(self, title: str, details: list[str], marker: str) -> None:
+        path = self.vault.wiki / "log.md"
+        try:
+            tail = path.read_text(encoding="utf-8")[-4000:]
+        except FileNotFoundError:
+            tail = ""
+        if marker in tail:
+            return  # a retry after a paused commit: the entry is already there
+        append_log(self.vault, "ingest", title, details, self.clock())
+
+    def _commit_user_edits(self, paths: list[str]) -> None:
+        """Commit a person's uncommitted page edits under their own git identity."""
+        # Only paths git considers changed are committed; the person's other work is not touched.
+        changed = [p for p in paths if not self.repo.is_tracked_clean(p)]
+        if changed:
+            self.repo.commit_paths(
+                changed, "edit: your changes to " + ", ".join(changed),
+                {"Wikiwright-Operation": "user-edit"}, author=self.repo.user_identity(),
+            )
+
+    # -- draining --------------------------------------------------------------------
+
+    def drain_once(self) -> JobResult | None:
+        record = self.ledger.claim_next()
+        if record is None:
+            return None
+        started = time.monotonic()
+        result = self.process(record)
+        log.info("%s: %s (%s) in %.2fs", record.path, result.state, result.detail, time.monotonic() - started)
+        return result
