@@ -295,6 +295,14 @@ def _drain_with_progress(pipeline: Any, ledger: Any, rels: list[str]) -> int:
     return 1 if bad else 0
 
 
+# Other rooms' command handlers go below, each at its own anchor (thin: parse, call the core, print).
+# [handlers: lint/review]
+# [handlers: daily-log/consolidation]
+# [handlers: model]
+# [handlers: search/history]
+# [handlers: service/doctor]
+
+
 # -- parser ---------------------------------------------------------------------------------
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,105 @@
+"""Fixtures: every test gets its own HOME, XDG folders and git identity, and a real vault."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from wikiwright.catalog import Catalog
+from wikiwright.config import Config, WatchConfig, load_config
+from wikiwright.history import GitRepo
+from wikiwright.queue import Ledger
+from wikiwright.vault import Vault, init_vault
+from wikiwright.watch import Registrar
+from wikiwright.worker import Pipeline
+
+if shutil.which("git") is None:  # pragma: no cover
+    pytest.skip("git is required", allow_module_level=True)
+
+
+@pytest.fixture(autouse=True)
+def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    home = tmp_path / "home"
+    home.mkdir()
+    for name in list(os.environ):
+        if name.startswith("WIKIWRIGHT_") or name in ("NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID"):
+            monkeypatch.delenv(name, raising=False)
+    gitconfig = home / ".gitconfig"
+    gitconfig.write_text("[user]\n\tname = Test Person\n\temail = person@example.com\n"
+                         "[init]\n\tdefaultBranch = main\n")
+    values = {
+        "HOME": str(home),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "XDG_STATE_HOME": str(home / ".local" / "state"),
+        "XDG_DATA_HOME": str(home / ".local" / "share"),
+        "XDG_CACHE_HOME": str(home / ".cache"),
+        "GIT_CONFIG_GLOBAL": str(gitconfig),
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        # Fast stability checks in tests; the debounce logic itself is exercised all the same.
+        "WIKIWRIGHT_WATCH_DEBOUNCE_SECONDS": "0.3",
+        "WIKIWRIGHT_WATCH_POLL_INTERVAL_SECONDS": "0.1",
+    }
+    for key, value in values.items():
+        monkeypatch.setenv(key, value)
+    return dict(os.environ)
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> Vault:
+    created, _ = init_vault(tmp_path / "vault", "wikiwright", "wikiwright@localhost")
+    return created
+
+
+@pytest.fixture
+def config(vault: Vault) -> Config:
+    return load_config(vault.root)
+
+
+@dataclass
+class Services:
+    config: Config
+    vault: Vault
+    ledger: Ledger
+    catalog: Catalog
+    repo: GitRepo
+    pipeline: Pipeline
+    registrar: Registrar
+
+    def drop(self, name: str, data: bytes | str) -> Path:
+        """Put a file into raw/ and register it as the watcher would once it is stable."""
+        path = self.vault.raw / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data.encode() if isinstance(data, str) else data)
+        self.registrar.register(path)
+        return path
+
+    def drain(self) -> list:
+        results = []
+        while (result := self.pipeline.drain_once()) is not None:
+            results.append(result)
+        return results
+
+
+@pytest.fixture
+def services(config: Config, vault: Vault) -> Iterator[Services]:
+    import threading
+
+    ledger = Ledger(vault.db_path)
+    catalog = Catalog(vault)
+    catalog.refresh()
+    repo = GitRepo(vault.root, config.git.author_name, config.git.author_email, lock_retry_seconds=2)
+    pipeline = Pipeline(config, vault, ledger, catalog, repo)
+    registrar = Registrar(vault, ledger, config.ingest.max_source_bytes, threading.Event())
+    yield Services(config, vault, ledger, catalog, repo, pipeline, registrar)
+    ledger.close()
+    catalog.close()
+
+
+def fast_watch() -> WatchConfig:
+    return WatchConfig(debounce_seconds=0.3, poll_interval_seconds=0.1, rescan_minutes=5.0)

@@ -1,0 +1,60 @@
+"""Shared test helpers: bounded waits, the real CLI in a subprocess, writing files."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float = 15.0, interval: float = 0.1, what: str = "") -> Any:
+    """Poll until ``predicate()`` is truthy; fail the test with ``what`` after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what or predicate}")
+        time.sleep(interval)
+
+
+def cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None, timeout: float = 60,
+        input_text: str | None = None) -> subprocess.CompletedProcess[str]:
+    """Run the real CLI (``python -m wikiwright``) to completion."""
+    return subprocess.run(
+        [sys.executable, "-m", "wikiwright", *args],
+        env=env if env is not None else dict(os.environ), cwd=cwd, capture_output=True, text=True,
+        timeout=timeout, input=input_text,
+    )
+
+
+def start_daemon(vault: Path, env: dict[str, str] | None = None, *extra: str) -> subprocess.Popen[str]:
+    """Start ``wikiwright run`` on ``vault`` as a subprocess (stdout+stderr to a log file)."""
+    log_path = vault.parent / f"daemon-{time.monotonic_ns()}.log"
+    handle = log_path.open("w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "wikiwright", "run", "--vault", str(vault), *extra],
+        env=env if env is not None else dict(os.environ), stdout=handle, stderr=subprocess.STDOUT, text=True,
+    )
+    proc.log_path = log_path  # type: ignore[attr-defined]
+    return proc
+
+
+def daemon_log(proc: subprocess.Popen[str]) -> str:
+    return Path(proc.log_path).read_text(errors="replace")  # type: ignore[attr-defined]
+
+
+def git(vault: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(vault), *args], capture_output=True, text=True, check=True).stdout
+
+
+def ingest_commits(vault: Path) -> list[str]:
+    out = git(vault, "log", "--format=%H", "--grep=Wikiwright-Operation: ingest")
+    return [line for line in out.splitlines() if line]
