@@ -8,6 +8,7 @@ another writer; 130 forced stop.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
@@ -171,10 +172,8 @@ def cmd_config(args: argparse.Namespace) -> int:
 
     base = load_config(None)
     vault_root = None
-    try:
+    with contextlib.suppress(WikiwrightError):  # `config` also works outside any vault
         vault_root = find_vault(args.vault, os.environ, base.default_vault).root
-    except WikiwrightError:
-        pass
     config = load_config(vault_root)
     rows = config.items()
     if args.json:

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import ClassVar
 
 from .errors import SourceRejected
 
@@ -77,9 +78,9 @@ def decode_bytes(data: bytes) -> tuple[str, str]:
 
 
 class _HTMLText(HTMLParser):
-    BLOCK = {"p", "div", "br", "li", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "section", "article",
+    BLOCK: ClassVar[set[str]] = {"p", "div", "br", "li", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "section", "article",
              "header", "footer", "pre", "blockquote", "table", "ul", "ol", "dd", "dt"}
-    SKIP = {"script", "style", "noscript", "template", "svg", "head"}
+    SKIP: ClassVar[set[str]] = {"script", "style", "noscript", "template", "svg", "head"}
 
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)

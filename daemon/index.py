@@ -45,7 +45,8 @@ def _line(entry: PageEntry) -> str:
     summary = entry.summary.replace("\n", " ").strip()
     if len(summary) > 140:
         summary = summary[:137].rstrip() + "…"
-    label = f"[[{entry.stem}]]" if entry.title.casefold() == entry.stem.casefold() else f"[[{entry.stem}|{entry.title}]]"
+    same = entry.title.casefold() == entry.stem.casefold()
+    label = f"[[{entry.stem}]]" if same else f"[[{entry.stem}|{entry.title}]]"
     return f"- {label}" + (f" — {summary}" if summary else "")
 
 

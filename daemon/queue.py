@@ -12,7 +12,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -283,7 +283,7 @@ class Ledger:
         with self._tx() as db:
             db.execute("UPDATE sources SET state=? WHERE sha256=?", (state, sha256))
 
-    def bind_page(self, path: str, make_name: object) -> str:
+    def bind_page(self, path: str, make_name: Callable[[list[str]], str]) -> str:
         """The page bound to source ``path``; a new binding is made by ``make_name(taken)``.
 
         Bindings never move: a second source whose name slugs the same gets a suffixed page,
@@ -294,7 +294,7 @@ class Ledger:
             if row:
                 return str(row[0])
             taken = [r[0] for r in db.execute("SELECT page FROM page_bindings")]
-            page = make_name(taken)  # type: ignore[operator]
+            page = make_name(taken)
             db.execute("INSERT INTO page_bindings(page, path) VALUES (?,?)", (page, path))
             return str(page)
 
@@ -352,7 +352,8 @@ class Ledger:
 
     def notices(self) -> list[tuple[str, str, float]]:
         with self._lock:
-            return [tuple(r) for r in self._db.execute("SELECT key, message, since FROM notices ORDER BY since")]  # type: ignore[misc]
+            rows = self._db.execute("SELECT key, message, since FROM notices ORDER BY since").fetchall()
+        return [(str(r[0]), str(r[1]), float(r[2])) for r in rows]
 
     def get_kv(self, key: str, default: str = "") -> str:
         with self._lock:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from typing import Any
@@ -33,10 +34,8 @@ def gather(config: Config, vault: Vault, *, recent: int = 5) -> dict[str, Any]:
         ledger.close()
     holder = VaultLock(vault).holder()
     heartbeat: dict[str, Any] = {}
-    try:
+    with contextlib.suppress(OSError, ValueError):  # no heartbeat yet, or torn by a crash
         heartbeat = json.loads((vault.state / "heartbeat.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        pass
     repo = GitRepo(vault.root)
     commits = [
         {"sha": c.sha[:10], "subject": c.subject, "date": c.date}

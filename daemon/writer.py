@@ -105,14 +105,13 @@ class PageWriter:
                 continue
             if base is not None:
                 merged, clean = merge_texts(self.repo, base, disk, change.text)
-                if clean:
-                    # Re-read: if the person typed again while we merged, do not write over it.
-                    if self._read(change.page) == disk:
-                        atomic_write_text(path, merged)
-                        outcome.written.append(change.page)
-                        outcome.merged.append(change.page)
-                        outcome.texts[change.page] = merged
-                        continue
+                # Re-read: if the person typed again while we merged, do not write over it.
+                if clean and self._read(change.page) == disk:
+                    atomic_write_text(path, merged)
+                    outcome.written.append(change.page)
+                    outcome.merged.append(change.page)
+                    outcome.texts[change.page] = merged
+                    continue
             outcome.conflicts.append(self._keep_proposal(change, disk))
         return outcome
 

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
 from wikiwright.catalog import Catalog
 from wikiwright.config import Config, WatchConfig, load_config
 from wikiwright.history import GitRepo
