@@ -262,6 +262,21 @@ class Catalog:
             ).fetchall()
         return [SearchHit(r[0], r[1], -float(r[2]), r[3]) for r in rows]
 
+    def phrase_pages(self, phrase: str, limit: int = 200) -> list[str]:
+        """Pages whose body contains the words of ``phrase`` in sequence (an FTS5 phrase query).
+
+        Finds every page stating a claim key (``billing-api.rate-limit``) without reading the wiki.
+        """
+        terms = _WORD_RE.findall(phrase)
+        if not terms:
+            return []
+        match = "body : \"" + " ".join(t.replace('"', '""') for t in terms) + "\""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT name FROM pages_fts WHERE pages_fts MATCH ? LIMIT ?", (match, limit)
+            ).fetchall()
+        return [str(r[0]) for r in rows]
+
     def rebuild(self) -> int:
         with self._lock, self._db:
             self._db.execute("DELETE FROM pages")

@@ -26,7 +26,7 @@ from .resources import shipped_path
 APP_NAME = "wikiwright"
 ENV_PREFIX = "WIKIWRIGHT_"
 # Environment variables that name things other than config keys.
-RESERVED_ENV = {"WIKIWRIGHT_VAULT", "WIKIWRIGHT_CRASH_AT", "WIKIWRIGHT_TEST_HOOKS"}
+RESERVED_ENV = {"WIKIWRIGHT_VAULT", "WIKIWRIGHT_CRASH_AT", "WIKIWRIGHT_TEST_HOOKS", "WIKIWRIGHT_HOOK_TIMEOUT"}
 
 
 @dataclass(frozen=True)
@@ -88,6 +88,9 @@ class LintConfig:
     interval_hours: float = 24.0
     max_page_bytes: int = 200_000
     prose_check: bool = False
+    prose_shard_pages: int = 6
+    prose_token_budget: int = 60_000
+    review_poll_seconds: float = 2.0
 
 
 SECTIONS: dict[str, type] = {

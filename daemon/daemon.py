@@ -51,7 +51,9 @@ class Health:
     started_at: float = field(default_factory=time.time)
     last_rescan: float = 0.0
     missed_by_watcher: int = 0
+    last_ingest: float = 0.0
     worker_beats: dict[str, float] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
 
 
 class Daemon:
@@ -68,6 +70,10 @@ class Daemon:
         self._last_heartbeat = 0.0
         self._watchdog_every = watchdog_interval()
         self._last_watchdog = 0.0
+        # A worker beats between jobs; one job may take this long before it counts as stuck.
+        self._job_limit = max(
+            300.0, config.llm.timeout * (config.llm.max_retries + 1) + config.git.lock_retry_seconds + 60
+        )
 
     # -- signals ---------------------------------------------------------------------
 
@@ -103,6 +109,10 @@ class Daemon:
             self.config.git.lock_retry_seconds,
             on_wait=lambda message: self.ledger.set_notice("git", message),
         )
+        from .doctor import sweep_own_temp_files
+
+        for removed in sweep_own_temp_files(self.vault):
+            log.info("removed a temporary file left by an interrupted write: %s", removed)
         resumed = self.ledger.reset_running()
         if resumed:
             log.info("resuming %d job(s) interrupted by the last stop", resumed)
@@ -130,7 +140,7 @@ class Daemon:
     def _planner(self) -> Any:
         if not self.config.llm.enabled:
             return None
-        from .llm import ModelPlanner
+        from .llm_planner import ModelPlanner
 
         return ModelPlanner(self.config, self.vault, self.ledger, self.catalog)
 
@@ -139,7 +149,17 @@ class Daemon:
         now = time.time()
         if now - self._last_heartbeat >= HEARTBEAT_SECONDS:
             self.write_heartbeat()
-        if self._watchdog_every and now - self._last_watchdog >= self._watchdog_every and self.healthy():
+        problems = self.health_problems()
+        if problems != self.health.problems:
+            if problems:
+                log.warning("unhealthy: %s", "; ".join(problems))
+            elif self.health.problems:
+                log.info("healthy again")
+            self.health.problems = problems
+            self.write_heartbeat()
+        # Pings only while every part is alive: a hung worker or dead watcher that this loop
+        # cannot repair lets systemd's watchdog restart the whole process.
+        if self._watchdog_every and now - self._last_watchdog >= self._watchdog_every and not problems:
             sd_notify("WATCHDOG=1")
             self._last_watchdog = now
         if not self.watcher.alive() and not self.stop_requested.is_set():
@@ -204,6 +224,8 @@ class Daemon:
         while not self.stop_requested.is_set():
             self.health.worker_beats[name] = time.time()
             result = self.pipeline.drain_once()
+            if result is not None and result.state == "ingested":
+                self.health.last_ingest = time.time()
             if result is None:
                 self.work_ready.wait(0.5)
                 self.work_ready.clear()
@@ -228,10 +250,27 @@ class Daemon:
 
     # -- health ----------------------------------------------------------------------
 
-    def healthy(self) -> bool:
+    def health_problems(self) -> list[str]:
+        """What is wrong right now, in words; empty when every part is alive and moving."""
         now = time.time()
-        beats_fresh = all(now - beat < 60 for beat in self.health.worker_beats.values())
-        return self.watcher.alive() and beats_fresh
+        problems = []
+        watcher = getattr(self, "watcher", None)
+        if watcher is None or not watcher.alive():
+            problems.append("file watcher is not running")
+        for thread in self._threads:
+            if not thread.is_alive() and not self.stop_requested.is_set():
+                problems.append(f"thread {thread.name} has stopped")
+        for name, beat in sorted(self.health.worker_beats.items()):
+            limit = 120.0 if name == "stability" else self._job_limit
+            if now - beat > limit:
+                problems.append(f"{name} has made no progress for over {limit:.0f}s")
+        scheduler = getattr(self, "scheduler", None)
+        if scheduler is not None and not scheduler.running:
+            problems.append("scheduler is not running")
+        return problems
+
+    def healthy(self) -> bool:
+        return not self.health_problems()
 
     def write_heartbeat(self, stopped: bool = False) -> None:
         self._last_heartbeat = time.time()
@@ -244,6 +283,9 @@ class Daemon:
             "watcher_alive": bool(watcher and watcher.alive()),
             "last_rescan": self.health.last_rescan,
             "missed_by_watcher": self.health.missed_by_watcher,
+            "last_ingest": self.health.last_ingest,
+            "healthy": not self.health.problems,
+            "problems": self.health.problems,
             "queue": self.ledger.pending_count(),
             "engine": self.pipeline.planner.engine if hasattr(self, "pipeline") else "",
         }
@@ -251,4 +293,5 @@ class Daemon:
             atomic_write_text(self.vault.state / "heartbeat.json", json.dumps(data) + "\n", crash_hooks=False)
         except OSError as exc:
             log.warning("cannot write the heartbeat: %s", exc)
-        sd_notify(f"STATUS=queue {data['queue']}, watcher {'alive' if data['watcher_alive'] else 'DOWN'}")
+        state = "unhealthy: " + "; ".join(self.health.problems) if self.health.problems else "healthy"
+        sd_notify(f"STATUS=queue {data['queue']}, watcher {'alive' if data['watcher_alive'] else 'DOWN'}, {state}")

@@ -56,8 +56,16 @@ class CommitPaused(WikiwrightError):
         self.transient = transient
 
 
+class ServiceError(WikiwrightError):
+    """Installing, removing or querying the background service failed (systemctl/launchctl)."""
+
+
 class PageConflict(WikiwrightError):
     """A page changed on disk after it was read and the change could not be merged."""
+
+
+class FixNotApplicable(WikiwrightError):
+    """An approved REVIEW.md proposal no longer fits the wiki (claim gone, page exists now)."""
 
 
 class LLMError(WikiwrightError):
@@ -82,3 +90,19 @@ class LLMReplyError(LLMError):
 
 class BudgetExceeded(LLMError):
     """A spend cap is reached: the queue pauses, nothing is lost."""
+
+
+class ConsolidationBusy(WikiwrightError):
+    """Another consolidation holds .wikiwright/consolidation-lock (and it is not stale yet)."""
+
+    exit_code = 3
+
+
+class NotFound(WikiwrightError):
+    """A page, commit or source named on the command line does not exist."""
+
+
+class RevertBlocked(WikiwrightError):
+    """Undoing an ingest would need a guess (a later change depends on it); nothing was changed."""
+
+    exit_code = 1

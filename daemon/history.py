@@ -101,6 +101,17 @@ class GitRepo:
         except git.GitCommandError:
             return None
 
+    def _head_from_files(self) -> str | None:
+        """HEAD's sha read from .git's files (no git process); None when only git can say."""
+        try:
+            head = (self.git_dir / "HEAD").read_text(encoding="utf-8").strip()
+            if not head.startswith("ref: refs/"):
+                return None
+            sha = (self.git_dir / head[5:]).read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError):
+            return None  # packed or reftable refs: ask git
+        return sha if len(sha) in (40, 64) and all(c in "0123456789abcdef" for c in sha) else None
+
     def problem(self) -> str | None:
         """Why commits must wait right now, or None when they may go ahead."""
         checks = (
@@ -160,17 +171,26 @@ class GitRepo:
         try:
             unique = sorted(set(paths))
             self._with_lock_retry(lambda: self.run("add", "-A", "--", *unique))
-            staged = self.run("diff", "--cached", "--name-only", "--no-renames", "--", *unique)
-            if not staged.strip() and self.head() is not None:
-                return None
             crash_point("before-commit")
-            self._with_lock_retry(
-                lambda: self.run(
-                    "commit", "-q", "--no-verify", "--only", "-F", str(message_file), "--", *unique,
-                    env=env,
+            try:
+                self._with_lock_retry(
+                    lambda: self.run(
+                        "commit", "-q", "--no-verify", "--only", "-F", str(message_file), "--", *unique,
+                        env=env,
+                    )
                 )
-            )
-            sha = self.head()
+            except CommitPaused:
+                raise
+            except WikiwrightError:
+                # `git commit` refuses when none of the paths changed. Asking why only after a
+                # refusal keeps the usual case at two git processes, like a bare add + commit.
+                if self.head() is None:
+                    raise
+                staged = self.run("diff", "--cached", "--name-only", "--no-renames", "--", *unique)
+                if staged.strip():
+                    raise
+                return None
+            sha = self._head_from_files() or self.head()
             crash_point("after-commit")
             return sha
         finally:

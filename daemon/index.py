@@ -50,23 +50,65 @@ def _line(entry: PageEntry) -> str:
     return f"- {label}" + (f" — {summary}" if summary else "")
 
 
+# index.md must stay readable at a glance (and loadable whole by a model): the generated block
+# is kept under these budgets, which leave room for a person's text around it (file < 200
+# lines, < 25 KB). Over budget, summaries of source pages go first, then the largest groups
+# are cut to their first entries with a "… and N more" line.
+MAX_INDEX_LINES = 180
+MAX_INDEX_BYTES = 22_000
+
+
+def _render_groups(groups: list[tuple[str, list[PageEntry]]], caps: dict[str, int], short: set[str]) -> list[str]:
+    out = [INDEX_START]
+    for heading, members in groups:
+        out.append(f"\n## {heading} ({len(members)})\n")
+        cap = caps.get(heading, len(members))
+        for entry in members[:cap]:
+            line = _line(entry)
+            out.append(line.split(" — ", 1)[0] if heading in short else line)
+        if cap < len(members):
+            out.append(f"- … and {len(members) - cap} more (find them with `wikiwright search`)")
+    out.append(INDEX_END)
+    return out
+
+
 def render_index_block(entries: list[PageEntry]) -> str:
     groups: dict[str, list[PageEntry]] = defaultdict(list)
     for entry in entries:
         if entry.stem in ("index", "log") and "/" not in entry.name:
             continue
+        if entry.error:
+            continue  # an unreadable page is a stale pointer; lint reports it
         groups[entry.type or "page"].append(entry)
     order = [*TYPE_HEADINGS, *sorted(set(groups) - set(TYPE_HEADINGS))]
-    out = [INDEX_START]
+    ordered: list[tuple[str, list[PageEntry]]] = []
     for page_type in order:
         members = groups.get(page_type)
         if not members:
             continue
-        heading = TYPE_HEADINGS.get(page_type, page_type.title() or "Pages")
-        out.append(f"\n## {heading} ({len(members)})\n")
         members.sort(key=lambda e: (e.title.casefold(), e.name))
-        out.extend(_line(entry) for entry in members)
-    out.append(INDEX_END)
+        ordered.append((TYPE_HEADINGS.get(page_type, page_type.title() or "Pages"), members))
+
+    def fits(lines: list[str]) -> bool:
+        text = "\n".join(lines)
+        return text.count("\n") + 1 <= MAX_INDEX_LINES and len(text.encode("utf-8")) <= MAX_INDEX_BYTES
+
+    caps: dict[str, int] = {}
+    short: set[str] = set()
+    out = _render_groups(ordered, caps, short)
+    # Shorten the largest groups first, summaries before entries.
+    for heading, _ in sorted(ordered, key=lambda g: -len(g[1])):
+        if fits(out):
+            break
+        short.add(heading)
+        out = _render_groups(ordered, caps, short)
+    while not fits(out):
+        heading, members = max(ordered, key=lambda g: min(caps.get(g[0], len(g[1])), len(g[1])))
+        current = caps.get(heading, len(members))
+        if current <= 5:
+            break
+        caps[heading] = max(5, current - max(1, current // 4))
+        out = _render_groups(ordered, caps, short)
     return "\n".join(out) + "\n"
 
 

@@ -24,6 +24,9 @@ WIKILINK_RE = re.compile(r"(!?)\[\[([^\[\]|#\n]*)(#[^\[\]|\n]*)?(?:\|([^\[\]\n]*
 _FRONT_RE = re.compile(r"\A---[ \t]*\r?\n(.*?)(?:\r?\n)?^---[ \t]*(?:\r?\n|\Z)", re.DOTALL | re.MULTILINE)
 _WINDOWS_RESERVED = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(1, 10)), *(f"lpt{i}" for i in range(1, 10))}
 MAX_SLUG = 60
+# libyaml's safe loader when present: same constructors as yaml.safe_load, ~9x faster, which
+# matters when lint and the catalogue parse every page of a 10,000-page wiki.
+_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class FrontMatterError(ValueError):
@@ -53,7 +56,7 @@ def parse_page(text: str) -> Page:
     if not match:
         return Page({}, text)
     try:
-        meta = yaml.safe_load(match.group(1)) if match.group(1).strip() else {}
+        meta = yaml.load(match.group(1), Loader=_SAFE_LOADER) if match.group(1).strip() else {}
     except yaml.YAMLError as exc:
         raise FrontMatterError(f"front matter is not valid YAML: {exc}") from exc
     if meta is None:
@@ -63,10 +66,17 @@ def parse_page(text: str) -> Page:
     return Page(meta, text[match.end() :])
 
 
+class _NoAliasDumper(yaml.SafeDumper):
+    # The same date object under two keys must not become `&id001` / `*id001` anchors.
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
 def render_front_matter(meta: dict[str, Any]) -> str:
     ordered: dict[str, Any] = {key: meta[key] for key in OWNED_KEYS if key in meta}
     ordered.update((key, value) for key, value in meta.items() if key not in ordered)
-    dumped = yaml.safe_dump(ordered, sort_keys=False, allow_unicode=True, default_flow_style=False, width=1000)
+    dumped = yaml.dump(ordered, Dumper=_NoAliasDumper, sort_keys=False, allow_unicode=True,
+                       default_flow_style=False, width=1000)
     return f"---\n{dumped}---\n"
 
 

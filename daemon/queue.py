@@ -303,6 +303,41 @@ class Ledger:
             row = self._db.execute("SELECT blob FROM page_blobs WHERE page=?", (page,)).fetchone()
         return str(row[0]) if row else None
 
+    def is_page_blob(self, blob: str) -> bool:
+        """True when ``blob`` is what the daemon last wrote to some page (self-feeding check)."""
+        with self._lock:
+            return self._db.execute("SELECT 1 FROM page_blobs WHERE blob=? LIMIT 1", (blob,)).fetchone() is not None
+
+    def requeue(self, path: str, reason: str) -> None:
+        """Doctor's repair: an ingested file whose commit is gone from history is queued again."""
+        with self._tx() as db:
+            row = db.execute("SELECT sha256 FROM files WHERE path=?", (path,)).fetchone()
+            if row is None:
+                return
+            db.execute("DELETE FROM sources WHERE sha256=?", (row[0],))
+            db.execute(
+                "UPDATE files SET state='pending', reason=?, commit_sha='', attempts=0, not_before=0,"
+                " recovering=1, updated_at=? WHERE path=?",
+                (reason, time.time(), path),
+            )
+
+    def finish_logs(self, consumed: dict[str, str], commit_sha: str) -> int:
+        """Consolidation read these daily logs (path -> sha256 of the bytes it read).
+
+        A row whose file has grown since (another sha) stays pending for the next run.
+        """
+        now = time.time()
+        done = 0
+        with self._tx() as db:
+            for path, sha in consumed.items():
+                cur = db.execute(
+                    "UPDATE files SET state='ingested', commit_sha=?, reason='', attempts=0, recovering=0,"
+                    " updated_at=? WHERE path=? AND kind='log' AND sha256=? AND state IN ('pending','running')",
+                    (commit_sha, now, path, sha),
+                )
+                done += cur.rowcount
+        return done
+
     def set_page_blobs(self, blobs: dict[str, str]) -> None:
         with self._tx() as db:
             db.executemany("INSERT OR REPLACE INTO page_blobs(page, blob) VALUES (?,?)", blobs.items())

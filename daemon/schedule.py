@@ -12,5 +12,14 @@ from .vault import Vault
 
 def periodic_jobs(config: Config, vault: Vault) -> list[PeriodicJob]:
     jobs: list[PeriodicJob] = []
+    from .review import ReviewJobs
+
+    review = ReviewJobs(config, vault)
+    jobs.append(PeriodicJob("lint", review.lint_period, review.lint_if_due))
+    jobs.append(PeriodicJob("review-watch", config.lint.review_poll_seconds, review.watch_review))
+    from .consolidate import scheduled_tick
+
+    jobs.append(PeriodicJob("consolidation", config.consolidation.check_interval_minutes * 60,
+                            lambda: scheduled_tick(config, vault)))
     # [anchor: periodic jobs]
     return jobs

@@ -41,7 +41,10 @@ def gather(config: Config, vault: Vault, *, recent: int = 5) -> dict[str, Any]:
         {"sha": c.sha[:10], "subject": c.subject, "date": c.date}
         for c in repo.log(limit=recent)
     ]
-    engine = f"model ({config.llm.model})" if config.llm.enabled else "offline (no model configured)"
+    engine = f"model:{config.llm.model}" if config.llm.enabled else "offline (no model configured)"
+    from .llm import spend_summary  # litellm itself is not imported by this
+
+    spend = spend_summary(vault, config)
     daemon: dict[str, Any] = {"running": holder is not None, "holder": holder}
     if heartbeat:
         age = time.time() - float(heartbeat.get("time", 0))
@@ -51,10 +54,14 @@ def gather(config: Config, vault: Vault, *, recent: int = 5) -> dict[str, Any]:
             watcher_alive=heartbeat.get("watcher_alive"),
             last_rescan=heartbeat.get("last_rescan"),
             missed_by_watcher=heartbeat.get("missed_by_watcher"),
+            last_ingest=heartbeat.get("last_ingest"),
+            healthy=heartbeat.get("healthy", True),
+            problems=heartbeat.get("problems", []),
         )
     return {
         "vault": str(vault.root),
         "engine": engine,
+        "spend": spend,
         "daemon": daemon,
         "counts": counts,
         "pending": pending,

@@ -9,7 +9,10 @@ once writing has begun the job finishes, so nothing is left half done.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -19,13 +22,22 @@ from typing import Protocol
 
 from .catalog import Catalog
 from .config import Config
-from .errors import CommitPaused, LLMAuthError, LLMTransientError, SourceNotReady, SourceRejected
+from .errors import (
+    BudgetExceeded,
+    CommitPaused,
+    LLMAuthError,
+    LLMTransientError,
+    SourceNotReady,
+    SourceRejected,
+    WikiwrightError,
+)
 from .extract import SourceText
 from .history import GitRepo
 from .index import append_log, rebuild_index
 from .ingest import IngestPlan, OfflinePlanner, prepare
 from .locks import PageLocks
 from .queue import FileRecord, Ledger
+from .selffeed import SELF_FEEDING_RULE, is_own_page
 from .vault import Vault
 from .writer import PageWriter, WriteOutcome
 
@@ -33,6 +45,8 @@ log = logging.getLogger(__name__)
 
 RETRY_NOT_READY = 2.0
 RETRY_GIT = 5.0
+RETRY_IO = 10.0
+RETRY_BUDGET = 300.0
 
 
 class Planner(Protocol):
@@ -44,7 +58,7 @@ class Planner(Protocol):
 @dataclass(frozen=True)
 class JobResult:
     path: str
-    state: str  # ingested | duplicate | quarantined | pending | unchanged
+    state: str  # ingested | duplicate | quarantined | skipped | pending | unchanged
     detail: str
     commit: str = ""
     page: str = ""
@@ -72,6 +86,10 @@ class Pipeline:
         self.clock = clock
         self.page_locks = PageLocks()
         self.commit_lock = threading.Lock()
+        # Seconds a job waits before the next try (instance knobs so tests can shorten them).
+        self.retry_git_seconds = RETRY_GIT
+        self.retry_not_ready_seconds = RETRY_NOT_READY
+        self.retry_io_seconds = RETRY_IO
         self.writer = PageWriter(vault, ledger, repo, commit_user_edits=self._commit_user_edits)
 
     # -- one job ---------------------------------------------------------------------
@@ -81,14 +99,19 @@ class Pipeline:
             return self._process(record)
         except CommitPaused as exc:
             self.ledger.set_notice("git", exc.reason)
-            self.ledger.release(record, f"waiting to commit: {exc.reason}", RETRY_GIT)
+            self.ledger.release(record, f"waiting to commit: {exc.reason}", self.retry_git_seconds)
             return JobResult(record.path, "pending", exc.reason)
         except SourceNotReady as exc:
-            self.ledger.release(record, "still being written; will retry", RETRY_NOT_READY)
+            self.ledger.release(record, "still being written; will retry", self.retry_not_ready_seconds)
             return JobResult(record.path, "pending", str(exc))
         except LLMAuthError as exc:
             self.ledger.set_notice("llm", f"model calls stopped: {exc}")
             self.ledger.release(record, f"waiting for the model: {exc}", 300)
+            return JobResult(record.path, "pending", str(exc))
+        except BudgetExceeded as exc:
+            # A spend cap: the queue waits (nothing lost); re-checked every few minutes.
+            self.ledger.set_notice("llm", f"model calls paused: {exc}")
+            self.ledger.release(record, f"waiting for the spend cap: {exc}", RETRY_BUDGET)
             return JobResult(record.path, "pending", str(exc))
         except LLMTransientError as exc:
             delay = exc.retry_after or 30.0
@@ -118,19 +141,31 @@ class Pipeline:
                 engine=original.engine,
             )
             return JobResult(record.path, "unchanged", "already ingested", original.commit_sha, original.page)
+        self._check_repository()  # no planning (or model spend) while commits cannot happen
         source, data = prepare(self.config, self.vault, record)
+        if is_own_page(self.ledger, self.repo, data, self.config.git.author_name):
+            self.ledger.finish_skipped(record, SELF_FEEDING_RULE)
+            return JobResult(record.path, "skipped", SELF_FEEDING_RULE)
         plan = self.planner.plan(record, source, data, self.clock())
         if self.stop.is_set():
             self.ledger.release(record, "abandoned at shutdown; resumes on the next start", 0)
             return JobResult(record.path, "pending", "abandoned at shutdown")
+        # Checked again before any page is touched: no writes into a merge or a detached HEAD.
+        self._check_repository()
         with self.page_locks.hold(plan.pages):
             outcome = self.writer.write(plan.changes)
             sha = self._commit(plan, outcome)
         self.ledger.clear_notice("git")
+        self.ledger.clear_notice("io")
         self.ledger.finish_ingested(
             record, page=plan.source_page, title=plan.title, commit_sha=sha or "", engine=plan.engine
         )
         return JobResult(record.path, "ingested", plan.title, sha or "", plan.source_page)
+
+    def _check_repository(self) -> None:
+        problem = self.repo.problem()
+        if problem:
+            raise CommitPaused(problem)
 
     def _commit(self, plan: IngestPlan, outcome: WriteOutcome) -> str | None:
         record = plan.record
@@ -159,6 +194,12 @@ class Pipeline:
             if outcome.conflicts:
                 trailers["Wikiwright-Conflicts"] = ", ".join(c.page for c in outcome.conflicts)
             paths = [*outcome.paths, "wiki/index.md", "wiki/log.md"]
+            if plan.held_for_review:
+                from .llm_planner import write_held_to_review
+
+                write_held_to_review(self.vault, record.path, record.sha256, plan.held_for_review)
+                trailers["Wikiwright-Held"] = str(len(plan.held_for_review))
+                paths.append("REVIEW.md")
             sha = self.repo.commit_paths(paths, f"ingest: {plan.title}", trailers)
             self.writer.remember(outcome)
             self._after_commit(plan, outcome, sha)
@@ -192,11 +233,39 @@ class Pipeline:
 
     # -- draining --------------------------------------------------------------------
 
+    def _failed(self, record: FileRecord, exc: Exception) -> JobResult:
+        """Anything else (disk full, a git error, a bug): the job goes back to the queue.
+
+        Never left ``running`` until a restart, never marked failed for good: the cause is
+        shown in ``status`` and the job is tried again after a pause.
+        """
+        if isinstance(exc, OSError):
+            cause = f"{exc.strerror or exc} ({os.strerror(exc.errno) if exc.errno else 'I/O error'})"
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                cause = "the disk is full"
+            log.warning("%s: could not write (%s); retrying in %.0fs", record.path, exc, self.retry_io_seconds)
+        elif isinstance(exc, WikiwrightError):
+            cause = str(exc)
+            if "No space left" in cause:
+                cause = "the disk is full"
+            log.warning("%s: %s; retrying in %.0fs", record.path, exc, self.retry_io_seconds)
+        else:
+            cause = f"unexpected error {type(exc).__name__}: {exc}"
+            log.exception("%s: unexpected error; retrying in %.0fs", record.path, self.retry_io_seconds)
+        with contextlib.suppress(Exception):
+            self.ledger.release(record, f"waiting to retry: {cause}", self.retry_io_seconds)
+        with contextlib.suppress(Exception):
+            self.ledger.set_notice("io", f"ingests retrying: {cause}")
+        return JobResult(record.path, "pending", cause)
+
     def drain_once(self) -> JobResult | None:
         record = self.ledger.claim_next()
         if record is None:
             return None
         started = time.monotonic()
-        result = self.process(record)
+        try:
+            result = self.process(record)
+        except Exception as exc:
+            result = self._failed(record, exc)
         log.info("%s: %s (%s) in %.2fs", record.path, result.state, result.detail, time.monotonic() - started)
         return result

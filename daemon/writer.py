@@ -77,6 +77,14 @@ class PageWriter:
         blob = self.ledger.page_blob(change.page)
         return self.repo.blob_text(blob) if blob else None
 
+    def _not_ours(self, page: str, disk: str) -> bool:
+        """The page on disk is not what the daemon last wrote: a person's text (maybe uncommitted).
+
+        A planner that re-read the page just before planning passes that text as the base, so
+        disk == base; a person's uncommitted edits in it still get their own commit first.
+        """
+        return self.ledger.page_blob(page) != git_blob_id(disk.encode("utf-8"))
+
     def write(self, changes: list[PageChange]) -> WriteOutcome:
         outcome = WriteOutcome()
         # Check every target before touching any file.
@@ -87,7 +95,9 @@ class PageWriter:
             disk = self._read(change.page)
             base = self._base(change)
             plans.append((change, disk, base))
-            if disk is not None and disk != change.text and disk != base and base is not None:
+            if disk is not None and disk != change.text and (
+                (disk != base and base is not None) or self._not_ours(change.page, disk)
+            ):
                 person_edited.append(change.page)
         if person_edited and self.commit_user_edits:
             # History should show who wrote what: the person's edits get their own commit first.

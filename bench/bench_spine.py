@@ -1,0 +1,346 @@
+"""Benchmark of the spine: drop-to-commit latency, ingest throughput by wiki size, commit
+overhead against bare git, and the daemon's memory over many ingests.
+
+    .venv/bin/python bench/bench_spine.py            # full run (a few minutes)
+    .venv/bin/python bench/bench_spine.py --quick    # under a minute (CI)
+
+Every figure that has a baseline is measured against it in the same run, on the same
+machine, so the ratios mean something even on a busy box. Targets (issue 2): drop-to-commit
+under 2 s median beyond the stability wait; commit within 1.5x of bare ``git add`` +
+``git commit`` of the same files; RSS flat after warm-up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import signal
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+WORDS = (
+    "alpha bravo cedar delta ember falcon garnet harbor indigo juniper kestrel lumen marble nectar "
+    "onyx prairie quartz raven sierra tundra umber violet willow xenon yarrow zephyr anchor beacon "
+    "canyon dune estuary fjord glacier heath island jetty knoll lagoon meadow oasis"
+).split()
+
+
+# -- environment -----------------------------------------------------------------------------
+
+
+def isolate(base: Path) -> dict[str, str]:
+    """A private HOME, XDG folders and git identity for this process and its children."""
+    home = base / "home"
+    home.mkdir(parents=True, exist_ok=True)
+    gitconfig = home / ".gitconfig"
+    gitconfig.write_text("[user]\n\tname = Bench Person\n\temail = bench@example.com\n"
+                         "[init]\n\tdefaultBranch = main\n"
+                         # No background gc while the twin repository is copied or timed.
+                         "[gc]\n\tauto = 0\n[maintenance]\n\tauto = false\n")
+    for name in list(os.environ):
+        if name.startswith("WIKIWRIGHT_") or name in ("NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID"):
+            del os.environ[name]
+    os.environ.update({
+        "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"), "XDG_STATE_HOME": str(home / ".state"),
+        "XDG_DATA_HOME": str(home / ".share"), "XDG_CACHE_HOME": str(home / ".cache"),
+        "GIT_CONFIG_GLOBAL": str(gitconfig), "GIT_CONFIG_NOSYSTEM": "1", "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    })
+    return dict(os.environ)
+
+
+def source_text(n: int, rng: random.Random, titles: list[str] | None = None) -> str:
+    words = [rng.choice(WORDS) for _ in range(60)]
+    sentences = [" ".join(words[i:i + 12]).capitalize() + "." for i in range(0, 60, 12)]
+    if titles:
+        sentences.insert(2, f"This relates to {rng.choice(titles)} and {rng.choice(titles)}.")
+    return f"# Source {n}\n\nSource {n} was written on 2026-03-{n % 28 + 1:02d}. " + " ".join(sentences) + "\n"
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(share * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def wiki_cmd(*args: str) -> list[str]:
+    return [sys.executable, "-m", "wikiwright", *args]
+
+
+# -- the daemon as a subprocess -------------------------------------------------------------------
+
+
+@contextmanager
+def running_daemon(vault: Path, env: dict[str, str]) -> Iterator[subprocess.Popen[bytes]]:
+    log = (vault.parent / "daemon.log").open("ab")
+    proc = subprocess.Popen(wiki_cmd("run", "--vault", str(vault)), env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                beat = json.loads((vault / ".wikiwright" / "heartbeat.json").read_text())
+                if beat["pid"] == proc.pid and not beat["stopped"]:
+                    break
+            except (OSError, ValueError, KeyError):
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the daemon did not start; see {vault.parent / 'daemon.log'}")
+            time.sleep(0.05)
+        yield proc
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+
+
+def ingested_times(vault: Path) -> dict[str, float]:
+    """raw path -> time the ledger recorded it ingested (just after its commit)."""
+    db = sqlite3.connect(f"file:{vault / '.wikiwright' / 'state.db'}?mode=ro", uri=True, timeout=30)
+    try:
+        rows = db.execute("SELECT path, updated_at FROM files WHERE state='ingested'").fetchall()
+    finally:
+        db.close()
+    return {str(path): float(at) for path, at in rows}
+
+
+def wait_ingested(vault: Path, count: int, timeout: float) -> dict[str, float]:
+    deadline = time.monotonic() + timeout
+    while True:
+        done = ingested_times(vault)
+        if len(done) >= count:
+            return done
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"only {len(done)} of {count} ingests after {timeout:.0f}s")
+        time.sleep(0.05)
+
+
+def rss_kib(pid: int) -> tuple[int, int]:
+    """(VmRSS, VmHWM) of a process in KiB."""
+    values = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key, _, rest = line.partition(":")
+        if key in ("VmRSS", "VmHWM"):
+            values[key] = int(rest.split()[0])
+    return values["VmRSS"], values["VmHWM"]
+
+
+def bench_latency(base: Path, env: dict[str, str], count: int, gap: float, debounce: float) -> dict[str, Any]:
+    vault = base / "latency" / "Wiki"
+    subprocess.run(wiki_cmd("init", "--no-default", str(vault)), env=env, check=True, capture_output=True)
+    run_env = {**env, "WIKIWRIGHT_WATCH_DEBOUNCE_SECONDS": str(debounce)}
+    rng = random.Random(1)
+    dropped: dict[str, float] = {}
+    with running_daemon(vault, run_env):
+        for n in range(count):
+            path = vault / "raw" / f"lat-{n:03d}.md"
+            path.write_text(source_text(n, rng))
+            dropped[f"raw/{path.name}"] = time.time()
+            time.sleep(gap)
+        done = wait_ingested(vault, count, timeout=60 + count * 2)
+    latencies = [done[rel] - at for rel, at in dropped.items()]
+    beyond = [lat - debounce for lat in latencies]
+    return {
+        "count": count, "debounce": debounce,
+        "median": statistics.median(latencies), "p95": percentile(latencies, 0.95),
+        "beyond_median": statistics.median(beyond), "beyond_p95": percentile(beyond, 0.95),
+    }
+
+
+def bench_rss(base: Path, env: dict[str, str], total: int, every: int) -> list[tuple[int, float, float, float]]:
+    """(ingests so far, RSS MiB, peak RSS MiB, seconds for the batch) after each batch."""
+    vault = base / "rss" / "Wiki"
+    subprocess.run(wiki_cmd("init", "--no-default", str(vault)), env=env, check=True, capture_output=True)
+    run_env = {**env, "WIKIWRIGHT_WATCH_DEBOUNCE_SECONDS": "0.3", "WIKIWRIGHT_WATCH_POLL_INTERVAL_SECONDS": "0.1"}
+    rng = random.Random(2)
+    samples = []
+    with running_daemon(vault, run_env) as proc:
+        rss, hwm = rss_kib(proc.pid)
+        samples.append((0, rss / 1024, hwm / 1024, 0.0))
+        for start in range(0, total, every):
+            began = time.monotonic()
+            for n in range(start, min(total, start + every)):
+                (vault / "raw" / f"m-{n:05d}.md").write_text(source_text(n, rng))
+            done = min(total, start + every)
+            wait_ingested(vault, done, timeout=600)
+            rss, hwm = rss_kib(proc.pid)
+            samples.append((done, rss / 1024, hwm / 1024, time.monotonic() - began))
+    return samples
+
+
+# -- in-process pipeline: throughput and commit overhead ---------------------------------------------
+
+
+def pregenerate(vault: Path, pages: int, env: dict[str, str]) -> list[str]:
+    """Write ``pages`` concept pages straight to wiki/ and commit them with bare git (setup only)."""
+    from wikiwright.offline import ENGINE_NAME  # noqa: F401  (import check: the package is importable)
+    from wikiwright.pages import Page, render_page
+
+    rng = random.Random(pages)
+    titles = []
+    for n in range(pages):
+        title = f"{rng.choice(WORDS).title()} {rng.choice(WORDS).title()} {n}"
+        titles.append(title)
+        meta = {"type": "concept", "title": title, "summary": f"What {title} is about.",
+                "sources": [], "updated": "2026-01-01", "tags": [], "aliases": []}
+        body = f"# {title}\n\n{title} is a concept with a few words of description. See [[index]].\n"
+        (vault / "wiki" / f"concept-{n:05d}.md").write_text(render_page(Page(meta, body)))
+    subprocess.run(["git", "-C", str(vault), "add", "-A", "wiki"], env=env, check=True)
+    subprocess.run(["git", "-C", str(vault), "commit", "-q", "-m", "pregenerated pages"], env=env, check=True)
+    return titles
+
+
+def timed(store: list[float], func: Callable[..., Any]) -> Callable[..., Any]:
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return func(*args, **kwargs)
+        finally:
+            store.append(time.perf_counter() - started)
+
+    return wrapper
+
+
+def bench_throughput(base: Path, env: dict[str, str], pages: int, ingests: int) -> dict[str, Any]:
+    from wikiwright.catalog import Catalog
+    from wikiwright.config import load_config
+    from wikiwright.history import GitRepo
+    from wikiwright.queue import Ledger
+    from wikiwright.vault import init_vault
+    from wikiwright.watch import Registrar
+    from wikiwright.worker import Pipeline
+
+    vault, _ = init_vault(base / f"tp-{pages}" / "Wiki", "wikiwright", "wikiwright@localhost")
+    started = time.perf_counter()
+    titles = pregenerate(vault.root, pages, env)
+    generate_s = time.perf_counter() - started
+    # The bare-git twin: the same repository, committed the same files by plain git.
+    twin = base / f"tp-{pages}" / "Twin"
+    shutil.copytree(vault.root, twin, symlinks=True)
+
+    config = load_config(vault.root)
+    ledger = Ledger(vault.db_path)
+    catalog = Catalog(vault)
+    started = time.perf_counter()
+    catalog.refresh()
+    catalog_s = time.perf_counter() - started
+    repo = GitRepo(vault.root, config.git.author_name, config.git.author_email)
+    pipeline = Pipeline(config, vault, ledger, catalog, repo)
+    registrar = Registrar(vault, ledger, config.ingest.max_source_bytes, threading.Event())
+    ours: list[float] = []
+    phase: list[float] = []
+    repo.commit_paths = timed(ours, repo.commit_paths)  # type: ignore[method-assign]
+    pipeline._commit = timed(phase, pipeline._commit)  # type: ignore[method-assign]
+    bare: list[float] = []
+    rng = random.Random(7)
+    busy = 0.0
+    for n in range(ingests):
+        path = vault.raw / f"s-{n:04d}.md"
+        path.write_text(source_text(n, rng, titles))
+        began = time.perf_counter()
+        registrar.register(path)
+        result = pipeline.drain_once()
+        busy += time.perf_counter() - began
+        assert result is not None and result.state == "ingested", result
+        # Bare git, same files, same moment: copy what our commit changed and commit it plainly.
+        files = subprocess.run(["git", "-C", str(vault.root), "show", "--name-only", "--format=", "HEAD"],
+                               capture_output=True, text=True, check=True).stdout.split()
+        for rel in files:
+            (twin / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(vault.root / rel, twin / rel)
+        began = time.perf_counter()
+        subprocess.run(["git", "-C", str(twin), "add", "--", *files], env=env, check=True)
+        subprocess.run(["git", "-C", str(twin), "commit", "-q", "-m", f"ingest {n}"], env=env, check=True)
+        bare.append(time.perf_counter() - began)
+    ledger.close()
+    catalog.close()
+    return {
+        "pages": pages, "ingests": ingests, "per_second": ingests / busy, "ms_each": 1000 * busy / ingests,
+        "commit_ms": 1000 * statistics.median(ours), "phase_ms": 1000 * statistics.median(phase),
+        "bare_ms": 1000 * statistics.median(bare),
+        "ratio": statistics.median(ours) / statistics.median(bare),
+        "generate_s": generate_s, "catalog_s": catalog_s,
+    }
+
+
+# -- report ---------------------------------------------------------------------------------------
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes, under a minute")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary vaults")
+    args = parser.parse_args()
+    quick = args.quick
+    sizes = (100, 1000, 10000)
+    plan = {
+        "latency": 20 if quick else 100,
+        "ingests": {100: 10, 1000: 10, 10000: 5} if quick else {100: 50, 1000: 50, 10000: 30},
+        "rss_total": 400 if quick else 2000,
+        "rss_every": 100 if quick else 200,
+    }
+    base = Path(tempfile.mkdtemp(prefix="wikiwright-bench-"))
+    env = isolate(base)
+    t0 = time.monotonic()
+    try:
+        print(f"wikiwright spine benchmark ({'quick' if quick else 'full'}); scratch in {base}\n", flush=True)
+        lat = bench_latency(base, env, plan["latency"], gap=0.25, debounce=1.0)
+        print(f"Drop-to-commit, {lat['count']} small sources dropped 0.25 s apart, "
+              f"stability wait (debounce) {lat['debounce']:.1f} s")
+        print(f"  {'':24} {'median':>9} {'p95':>9}")
+        print(f"  {'total':24} {lat['median']:>8.2f}s {lat['p95']:>8.2f}s")
+        ok = "OK" if lat["beyond_median"] < 2.0 else "MISSED"
+        print(f"  {'beyond the debounce':24} {lat['beyond_median']:>8.2f}s {lat['beyond_p95']:>8.2f}s"
+              f"   target < 2 s median: {ok}\n", flush=True)
+
+        rows = [bench_throughput(base, env, pages, plan["ingests"][pages]) for pages in sizes]
+        print("Offline engine throughput by wiki size (in-process pipeline, one worker), and our commit "
+              "against bare `git add` + `git commit` of the same files in a twin repository")
+        print(f"  {'pages':>6} {'ingests':>7} {'ingest/s':>9} {'ms each':>8} {'commit ms':>10} "
+              f"{'bare git ms':>11} {'ratio':>6} {'commit phase ms':>16} {'setup s':>8}")
+        for r in rows:
+            print(f"  {r['pages']:>6} {r['ingests']:>7} {r['per_second']:>9.1f} {r['ms_each']:>8.1f} "
+                  f"{r['commit_ms']:>10.1f} {r['bare_ms']:>11.1f} {r['ratio']:>5.2f}x {r['phase_ms']:>16.1f} "
+                  f"{r['generate_s'] + r['catalog_s']:>8.1f}")
+        worst = max(r["ratio"] for r in rows)
+        print(f"  commit = GitRepo.commit_paths (median); commit phase = catalogue refresh + index.md + "
+              f"log.md + commit. Target ratio <= 1.5x: {'OK' if worst <= 1.5 else 'MISSED'} "
+              f"(worst {worst:.2f}x)\n", flush=True)
+
+        samples = bench_rss(base, env, plan["rss_total"], plan["rss_every"])
+        print(f"Daemon memory over {plan['rss_total']} ingests (wikiwright run, sampled every "
+              f"{plan['rss_every']})")
+        print(f"  {'ingests':>7} {'RSS MiB':>8} {'peak MiB':>9} {'batch s':>8}")
+        for done, rss, hwm, secs in samples:
+            print(f"  {done:>7} {rss:>8.1f} {hwm:>9.1f} {secs:>8.1f}")
+        warm = samples[min(2, len(samples) - 1)]
+        last = samples[-1]
+        growth = last[2] - warm[2]
+        flat = growth <= max(5.0, 0.1 * warm[2])
+        print(f"  peak growth after warm-up ({warm[0]} ingests): {growth:+.1f} MiB: "
+              f"{'flat, OK' if flat else 'GROWING'}\n")
+        print(f"total bench time {time.monotonic() - t0:.0f} s")
+    finally:
+        if args.keep:
+            print(f"kept {base}")
+        else:
+            shutil.rmtree(base, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,124 @@
+"""A one-shot writing session for commands that change pages outside an ingest.
+
+``revert``, ``retract`` and ``ask --save`` change pages and commit, so they follow the same
+rules as the worker: they hold the vault's single-writer lock (a running daemon holds it, so
+they refuse with a clear message instead of racing it), write through :class:`PageWriter`
+(compare-and-swap), rebuild index.md, append one log.md entry and make one commit with
+trailers. A person's uncommitted edits to the pages touched are committed first, under the
+person's own name, so the operation's commit holds only the operation's change.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import date
+
+from .catalog import Catalog
+from .config import Config
+from .errors import VaultLockedError
+from .history import GitRepo
+from .index import append_log, rebuild_index
+from .queue import Ledger
+from .vault import Vault, VaultLock
+from .writer import PageChange, PageWriter, WriteOutcome
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Session:
+    config: Config
+    vault: Vault
+    ledger: Ledger
+    catalog: Catalog
+    repo: GitRepo
+    writer: PageWriter = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.writer = PageWriter(self.vault, self.ledger, self.repo, commit_user_edits=self.commit_user_edits)
+
+    def read(self, page: str) -> str | None:
+        try:
+            return self.vault.wiki_path(f"{page}.md").read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+
+    def commit_user_edits(self, paths: list[str]) -> None:
+        """Commit a person's uncommitted edits to ``paths`` under their own git identity."""
+        changed = [p for p in paths if not self.repo.is_tracked_clean(p)]
+        if changed:
+            self.repo.commit_paths(
+                changed, "edit: your changes to " + ", ".join(changed),
+                {"Wikiwright-Operation": "user-edit"}, author=self.repo.user_identity(),
+            )
+
+    def settle_pages(self, pages: list[str]) -> None:
+        """Before reading pages to change them: their uncommitted edits become the person's commit."""
+        self.commit_user_edits([f"wiki/{page}.md" for page in pages])
+
+    def write(self, changes: list[PageChange]) -> WriteOutcome:
+        return self.writer.write(changes)
+
+    def commit(
+        self,
+        *,
+        kind: str,
+        title: str,
+        details: list[str],
+        outcome: WriteOutcome,
+        trailers: Mapping[str, str],
+        deleted: list[str] | None = None,
+        today: date | None = None,
+    ) -> str | None:
+        """index.md, one log.md entry, one commit of exactly the pages touched; returns the sha."""
+        deleted = deleted or []
+        touched = [*outcome.written, *outcome.unchanged]
+        self.catalog.refresh([*touched, *deleted])
+        rebuild_index(self.vault, self.catalog)
+        append_log(self.vault, kind, title, details, today)
+        paths = [*outcome.paths, *(f"wiki/{page}.md" for page in deleted), "wiki/index.md", "wiki/log.md"]
+        all_trailers = {"Wikiwright-Operation": kind, **trailers}
+        if touched or deleted:
+            all_trailers.setdefault(
+                "Wikiwright-Pages", ", ".join(f"wiki/{p}.md" for p in sorted({*touched, *deleted}))
+            )
+        sha = self.repo.commit_paths(paths, f"{kind}: {title}", all_trailers)
+        self.writer.remember(outcome)
+        return sha
+
+    def delete_page(self, page: str, expected: str) -> bool:
+        """Remove a page only if it still holds ``expected`` (compare-and-swap); True if removed."""
+        path = self.vault.wiki_path(f"{page}.md")
+        try:
+            if path.read_text(encoding="utf-8") != expected:
+                return False
+        except FileNotFoundError:
+            return True
+        path.unlink()
+        return True
+
+
+@contextmanager
+def writing_session(config: Config, vault: Vault, purpose: str) -> Iterator[Session]:
+    """Hold the writer lock and open the ledger, catalogue and repository for one operation."""
+    lock = VaultLock(vault, purpose)
+    holder = lock.holder()
+    if holder is not None:
+        raise VaultLockedError(
+            f"`wikiwright {purpose}` changes pages, and the vault is in use by {holder}; stop the "
+            "daemon (Ctrl-C, or `systemctl --user stop wikiwright`), run this again, then restart it"
+        )
+    with lock:
+        ledger = Ledger(vault.db_path)
+        catalog = Catalog(vault)
+        try:
+            catalog.refresh()
+            repo = GitRepo(vault.root, config.git.author_name, config.git.author_email,
+                           config.git.lock_retry_seconds)
+            yield Session(config, vault, ledger, catalog, repo)
+        finally:
+            ledger.close()
+            catalog.close()

@@ -1,0 +1,30 @@
+"""Helpers for the model-path tests: point a Services bundle at a ScriptedServer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from wikiwright.llm_planner import ModelPlanner
+from wikiwright.worker import Pipeline
+
+from tests.conftest import Services
+from tests.llm_server import ScriptedServer
+
+
+def use_model(services: Services, server: ScriptedServer, **llm: Any) -> ModelPlanner:
+    """Swap the services' pipeline for one planning with the scripted model."""
+    config = server.config(services.config, **llm)
+    services.config = config
+    planner = ModelPlanner(config, services.vault, services.ledger, services.catalog)
+    planner.client.backoff_seconds = 0.01
+    services.pipeline = Pipeline(config, services.vault, services.ledger, services.catalog, services.repo,
+                                 planner=planner)
+    return planner
+
+
+def page(services: Services, name: str) -> str:
+    return (services.vault.wiki / f"{name}.md").read_text(encoding="utf-8")
+
+
+def reply(*operations: dict[str, Any], title: str = "A source", summary: str = "About it.") -> dict[str, Any]:
+    return {"title": title, "summary": summary, "key_points": [], "operations": list(operations)}
