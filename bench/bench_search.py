@@ -25,16 +25,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from wikiwright.catalog import Catalog  # noqa: E402
-from wikiwright.query import search  # noqa: E402
-from wikiwright.vault import Vault  # noqa: E402
+from wikiwright.catalog import Catalog
+from wikiwright.query import search
+from wikiwright.vault import Vault
 
-WORDS = (
+_VOCABULARY = (
     "alpha bravo cedar delta ember falcon garnet harbor indigo juniper kestrel lumen marble nectar "
     "onyx prairie quartz raven sierra tundra umber violet willow xenon yarrow zephyr anchor beacon "
     "canyon dune estuary fjord glacier heath island jetty knoll lagoon meadow oasis billing invoice "
     "payment refund ledger quota limit rate timeout retry region cluster deploy staging release"
-).split()
+)
+WORDS = _VOCABULARY.split()
 
 
 def make_vault(root: Path, pages: int, rng: random.Random) -> Vault:

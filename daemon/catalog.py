@@ -16,7 +16,6 @@ import sqlite3
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 from .pages import FrontMatterError, link_key, parse_page
 from .vault import Vault
@@ -80,6 +79,7 @@ class Catalog:
         self._db.executescript(_SCHEMA)
         self._lock = threading.RLock()
         self._phrases: dict[tuple[str, ...], set[str]] | None = None
+        self._phrases_of: dict[str, list[tuple[str, ...]]] = {}
 
     def close(self) -> None:
         with self._lock:
@@ -87,9 +87,17 @@ class Catalog:
 
     # -- refresh -----------------------------------------------------------------
 
+    def scan(self) -> dict[str, tuple[int, int]]:
+        """(size, mtime_ns) of every page on disk; touches no database, so it may run in a
+        thread beside a query (search overlaps the two)."""
+        return self._scan()
+
     def _scan(self) -> dict[str, tuple[int, int]]:
         found: dict[str, tuple[int, int]] = {}
-        root = self.vault.wiki
+        # Plain strings, not Path objects: this runs before every search, over every page,
+        # and pathlib's parsing was most of its cost at 10,000 pages.
+        root = os.fspath(self.vault.wiki)
+        cut = len(root) + 1
         stack = [root]
         while stack:
             folder = stack.pop()
@@ -101,17 +109,19 @@ class Catalog:
                 if entry.name.startswith("."):
                     continue
                 if entry.is_dir(follow_symlinks=False):
-                    stack.append(Path(entry.path))
+                    stack.append(entry.path)
                 elif entry.name.endswith(".md") and entry.is_file(follow_symlinks=False):
                     st = entry.stat(follow_symlinks=False)
-                    rel = Path(entry.path).relative_to(root).as_posix()[:-3]
-                    found[rel] = (st.st_size, st.st_mtime_ns)
+                    rel = entry.path[cut:-3]
+                    found[rel.replace(os.sep, "/") if os.sep != "/" else rel] = (st.st_size, st.st_mtime_ns)
         return found
 
-    def refresh(self, names: list[str] | None = None) -> list[str]:
+    def refresh(self, names: list[str] | None = None, *, scanned: dict[str, tuple[int, int]] | None = None,
+                ) -> list[str]:
         """Bring the catalogue up to date; returns the names that changed.
 
-        With ``names``, only those pages are looked at (cheap, after our own writes).
+        With ``names``, only those pages are looked at (cheap, after our own writes); with
+        ``scanned``, a :meth:`scan` result taken a moment ago stands in for a new one.
         """
         with self._lock:
             known = {
@@ -119,7 +129,7 @@ class Catalog:
                 for row in self._db.execute("SELECT name, size, mtime_ns FROM pages")
             }
             if names is None:
-                on_disk = self._scan()
+                on_disk = scanned if scanned is not None else self._scan()
                 candidates = set(on_disk) | set(known)
             else:
                 on_disk = {}
@@ -146,7 +156,7 @@ class Catalog:
                     self._index_page(name, stat)
                     changed.append(name)
             if changed:
-                self._phrases = None
+                self._update_phrases(changed)
             return changed
 
     def _index_page(self, name: str, stat: tuple[int, int]) -> None:
@@ -185,7 +195,9 @@ class Catalog:
             rows = self._db.execute(
                 "SELECT name, type, title, summary, aliases, error FROM pages ORDER BY name"
             ).fetchall()
-        return [PageEntry(r[0], r[1], r[2], r[3], tuple(json.loads(r[4])), r[5]) for r in rows]
+        # Most pages have no aliases: skip the JSON parser for those (10,000 pages per ingest).
+        return [PageEntry(r[0], r[1], r[2], r[3], () if r[4] == "[]" else tuple(json.loads(r[4])), r[5])
+                for r in rows]
 
     def get(self, name: str) -> PageEntry | None:
         with self._lock:
@@ -215,19 +227,45 @@ class Catalog:
 
     def _phrase_map(self) -> dict[tuple[str, ...], set[str]]:
         if self._phrases is None:
-            phrases: dict[tuple[str, ...], set[str]] = {}
+            self._phrases = {}
+            self._phrases_of = {}
             for entry in self.entries():
-                if entry.stem in {"index", "log", "overview"} or entry.error:
-                    continue
-                for label in (entry.title, *entry.aliases):
-                    words = tuple(_words(label))
-                    if not words or len(words) > MAX_TITLE_WORDS or len(" ".join(words)) < MIN_LINK_TITLE:
-                        continue
-                    if len(words) == 1 and words[0].isdigit():
-                        continue
-                    phrases.setdefault(words, set()).add(entry.name)
-            self._phrases = phrases
+                self._add_phrases(entry)
         return self._phrases
+
+    def _add_phrases(self, entry: PageEntry) -> None:
+        assert self._phrases is not None
+        if entry.stem in {"index", "log", "overview"} or entry.error:
+            return
+        added = []
+        for label in (entry.title, *entry.aliases):
+            words = tuple(_words(label))
+            if not words or len(words) > MAX_TITLE_WORDS or len(" ".join(words)) < MIN_LINK_TITLE:
+                continue
+            if len(words) == 1 and words[0].isdigit():
+                continue
+            self._phrases.setdefault(words, set()).add(entry.name)
+            added.append(words)
+        self._phrases_of[entry.name] = added
+
+    def _update_phrases(self, changed: list[str]) -> None:
+        """Keep the phrase map in step with changed pages instead of rebuilding it over the
+        whole wiki after every ingest (that was O(pages) per ingest)."""
+        if self._phrases is None:
+            return
+        if len(changed) > 200:
+            self._phrases = None  # cheaper to rebuild on next use
+            return
+        for name in changed:
+            for words in self._phrases_of.pop(name, ()):
+                holders = self._phrases.get(words)
+                if holders is not None:
+                    holders.discard(name)
+                    if not holders:
+                        del self._phrases[words]
+            entry = self.get(name)
+            if entry is not None:
+                self._add_phrases(entry)
 
     def mentioned_pages(self, text: str, exclude: set[str] | None = None) -> list[str]:
         """Pages whose title or an alias occurs in ``text`` as whole words, first mention first.

@@ -72,6 +72,7 @@ _SECRET_PATTERNS: tuple[tuple[str, re.Pattern[str], str], ...] = (
         r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)",
         re.DOTALL), "[REDACTED:private-key]"),
     ("openai-key", re.compile(r"\bsk-(?:[A-Za-z0-9]+-)*[A-Za-z0-9_\-]{16,}"), "[REDACTED:api-key]"),
+    ("stripe-key", re.compile(r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{10,}"), "[REDACTED:api-key]"),
     ("aws-key", re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[0-9A-Z]{16}\b"), "[REDACTED:aws-key]"),
     ("github-token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{22,})"),
      "[REDACTED:github-token]"),
@@ -87,9 +88,9 @@ _SECRET_PATTERNS: tuple[tuple[str, re.Pattern[str], str], ...] = (
         r"auth[_\-]?token|access[_\-]?token|client[_\-]?secret|private[_\-]?key)[a-z0-9_\-]*)"
         r"([ \t]*[=:][ \t]*)(?!\[REDACTED)(?:\"[^\"\n]*\"|'[^'\n]*'|[^\s,;]+)"),
      r"\1\2[REDACTED]"),
-    # Any other "...token = value" whose value looks like a credential (long, no spaces).
+    # Any other "...token = value" or "..._KEY = value" whose value looks like a credential.
     ("token-assignment", re.compile(
-        r"(?i)\b([a-z0-9_\-]*token)([ \t]*[=:][ \t]*)(?!\[REDACTED)[\"']?[A-Za-z0-9_\-.~+/]{8,}=*[\"']?"),
+        r"(?i)\b([a-z0-9_\-]*token|[a-z0-9_\-]*[_\-]key)([ \t]*[=:][ \t]*)(?!\[REDACTED)[\"']?[A-Za-z0-9_\-.~+/]{8,}=*[\"']?"),
      r"\1\2[REDACTED]"),
 )
 REDACTED_RE = re.compile(r"\[REDACTED(?::[a-z\-]+)?\]")

@@ -20,7 +20,7 @@ from typing import Any
 
 from .dailylog import REDACTED_RE, Observation, redact
 from .reldate import absolutize
-from .topics import KINDS, ClaimItem, Item, normalize, similar
+from .topics import KINDS, SIMILAR, ClaimItem, Item, normalize, similar
 
 PROMOTE_SESSIONS = 3
 PROMOTE_SESSIONS_LEARNED = 2
@@ -42,7 +42,7 @@ _TRANSIENT_RE = re.compile(
 _KIND_CUES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("decision", re.compile(
         r"(?i)\b(decid\w*|decision|agreed|from now on|going forward|standardi[sz]\w*|"
-        r"settled on|policy|rule:|must always)\b")),
+        r"settled on|rule:|must always)\b")),
     ("dead-end", re.compile(
         r"(?i)(didn'?t work|does ?n[o']t work|did not work|dead end|abandon\w*|gave up|won'?t work|not worth|"
         r"failed to|no luck|ruled out|too slow to|made (?:it|things) worse|doesn'?t help)")),
@@ -116,9 +116,11 @@ class Group:
         return max(self.days) if self.days else self.day
 
     def threshold(self) -> int:
-        if self.durable or self.known or self.kind == "decision":
+        # A decision written under Decisions is kept at once; a line that only sounds like
+        # one ("agreed follow-ups are in BIL-12") must recur like any other.
+        if self.durable or self.known or self.section == "Decisions":
             return 1
-        if self.section in LEARNED_SECTIONS or self.kind in ("gotcha", "preference", "dead-end"):
+        if self.section in LEARNED_SECTIONS or self.kind in ("decision", "gotcha", "preference", "dead-end"):
             return PROMOTE_SESSIONS_LEARNED
         return PROMOTE_SESSIONS
 
@@ -153,12 +155,12 @@ class Gathered:
         }
 
 
-def _clean_text(text: str, day: date) -> str:
+def _clean_text(text: str, day: date, *, sentence: bool = True) -> str:
     text = absolutize(text.strip(), day)
     text = re.sub(r"\s+", " ", text).strip().rstrip(".")
     if len(text) > MAX_TEXT:
         text = text[: MAX_TEXT - 1].rstrip() + "…"
-    return text[:1].upper() + text[1:]
+    return text[:1].upper() + text[1:] if sentence else text
 
 
 def session_key(obs: Observation) -> str:
@@ -176,12 +178,35 @@ def gather(
     skipped: dict[str, int] = {}
     count = 0
 
+    postings: dict[str, list[Group]] = {}
+
+    def index(group: Group) -> None:
+        groups.append(group)
+        by_norm[group.norm] = group
+        for word in group.norm:
+            postings.setdefault(word, []).append(group)
+
     def find(norm: frozenset[str]) -> Group | None:
         exact = by_norm.get(norm)
         if exact is not None:
             return exact
-        # Compare only with groups sharing a word: cheap enough for a week of logs.
-        return next((g for g in groups if g.norm & norm and similar(g.norm, norm)), None)
+        # Only groups sharing at least half of the words can be similar: count shared words
+        # through the word -> groups postings instead of comparing with every group.
+        shared: dict[int, int] = {}
+        by_id: dict[int, Group] = {}
+        for word in norm:
+            for group in postings.get(word, ()):
+                shared[id(group)] = shared.get(id(group), 0) + 1
+                by_id[id(group)] = group
+        for key, count in sorted(shared.items(), key=lambda kv: -kv[1]):
+            other = by_id[key].norm
+            # The bounds of topics.similar, from the shared-word count alone.
+            jaccard = count / (len(other) + len(norm) - count)
+            if jaccard < SIMILAR and not (count >= 5 and count / min(len(other), len(norm)) >= 0.9):
+                continue
+            if similar(other, norm):
+                return by_id[key]
+        return None
 
     for key, data in (pending or {}).items():
         try:
@@ -192,8 +217,7 @@ def gather(
         except (KeyError, ValueError, TypeError):
             continue
         if carried.kind in KINDS and carried.norm:
-            groups.append(carried)
-            by_norm[carried.norm] = carried
+            index(carried)
 
     for obs in observations:
         count += 1
@@ -203,7 +227,7 @@ def gather(
             continue
         claim = _CLAIM_RE.match(obs.text)
         if claim:
-            value = _clean_text(claim.group("value"), obs.day)
+            value = _clean_text(claim.group("value"), obs.day, sentence=False)
             claims.append(ClaimItem(claim.group("key"), value, obs.day, bool(_REPLACES_RE.search(value))))
             continue
         norm = normalize(obs.text)
@@ -212,8 +236,7 @@ def gather(
             text = _clean_text(obs.text, obs.day)
             group = Group(text, obs.day, norm, classify(obs.text, obs.section), obs.section)
             group.known = any(similar(norm, k) for k in known)
-            groups.append(group)
-            by_norm[norm] = group
+            index(group)
         elif obs.priority == "durable" and not group.durable:
             # The wording a log marks durable is the one worth keeping.
             group.text, group.day = _clean_text(obs.text, obs.day), obs.day
@@ -330,5 +353,6 @@ def check_model_items(reply: dict[str, Any], days_read: set[date]) -> tuple[list
         if not days or not re.fullmatch(r"[A-Za-z0-9][\w.\-/]{0,79}", key) or redact(value) != value:
             rejected += 1
             continue
-        claims.append(ClaimItem(key, _clean_text(value, days[0]), days[0], bool(raw.get("replaces"))))
+        claims.append(ClaimItem(key, _clean_text(value, days[0], sentence=False), days[0],
+                                bool(raw.get("replaces"))))
     return items, claims, rejected

@@ -89,27 +89,72 @@ def render_index_block(entries: list[PageEntry]) -> str:
         members.sort(key=lambda e: (e.title.casefold(), e.name))
         ordered.append((TYPE_HEADINGS.get(page_type, page_type.title() or "Pages"), members))
 
-    def fits(lines: list[str]) -> bool:
-        text = "\n".join(lines)
-        return text.count("\n") + 1 <= MAX_INDEX_LINES and len(text.encode("utf-8")) <= MAX_INDEX_BYTES
+    # The budget search works on line sizes measured once, and the block is rendered once at
+    # the end: rendering it afresh at every step cost ~0.4 s per ingest at 10,000 pages.
+    # fits() gives exactly what measuring "\n".join(_render_groups(...)) would.
+    sizes = [_PrefixSizes(members) for _, members in ordered]
+
+    def fits(caps: dict[str, int], short: set[str]) -> bool:
+        items = 2
+        newlines = INDEX_START.count("\n") + INDEX_END.count("\n")
+        size = len(INDEX_START.encode("utf-8")) + len(INDEX_END.encode("utf-8"))
+        kept = []
+        for heading, members in ordered:
+            header = f"\n## {heading} ({len(members)})\n"
+            cap = caps.get(heading, len(members))
+            kept.append(min(cap, len(members)))
+            items += 1 + kept[-1]
+            newlines += header.count("\n")
+            size += len(header.encode("utf-8"))
+            if cap < len(members):
+                more = f"- … and {len(members) - cap} more (find them with `wikiwright search`)"
+                items += 1
+                size += len(more.encode("utf-8"))
+        # "\n".join adds one newline (and one byte) between items. Every item is at least one
+        # line, so too many items fail without measuring a single entry line.
+        if newlines + items > MAX_INDEX_LINES:
+            return False
+        for (heading, _), count, prefix in zip(ordered, kept, sizes, strict=True):
+            line_bytes, line_newlines = prefix.upto(count, heading in short)
+            size += line_bytes
+            newlines += line_newlines
+        return newlines + items <= MAX_INDEX_LINES and size + items - 1 <= MAX_INDEX_BYTES
 
     caps: dict[str, int] = {}
     short: set[str] = set()
-    out = _render_groups(ordered, caps, short)
     # Shorten the largest groups first, summaries before entries.
     for heading, _ in sorted(ordered, key=lambda g: -len(g[1])):
-        if fits(out):
+        if fits(caps, short):
             break
         short.add(heading)
-        out = _render_groups(ordered, caps, short)
-    while not fits(out):
+    while not fits(caps, short):
         heading, members = max(ordered, key=lambda g: min(caps.get(g[0], len(g[1])), len(g[1])))
         current = caps.get(heading, len(members))
         if current <= 5:
             break
         caps[heading] = max(5, current - max(1, current // 4))
-        out = _render_groups(ordered, caps, short)
-    return "\n".join(out) + "\n"
+    return "\n".join(_render_groups(ordered, caps, short)) + "\n"
+
+
+class _PrefixSizes:
+    """(bytes, newlines) of a group's first k index lines, full or shortened, measured lazily:
+    only as many entries are formatted as the budget search asks about."""
+
+    def __init__(self, members: list[PageEntry]) -> None:
+        self.members = members
+        self.lines: list[str] = []
+        self.sums: dict[bool, list[tuple[int, int]]] = {False: [(0, 0)], True: [(0, 0)]}
+
+    def upto(self, count: int, short: bool) -> tuple[int, int]:
+        sums = self.sums[short]
+        while len(sums) <= count:
+            index = len(sums) - 1
+            if index == len(self.lines):
+                self.lines.append(_line(self.members[index]))
+            line = self.lines[index].split(" — ", 1)[0] if short else self.lines[index]
+            size, newlines = sums[-1]
+            sums.append((size + len(line.encode("utf-8")), newlines + line.count("\n")))
+        return sums[count]
 
 
 def rebuild_index(vault: Vault, catalog: Catalog) -> bool:

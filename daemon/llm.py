@@ -295,6 +295,7 @@ class LLMClient:
         self.ledger = ledger  # the queue ledger, for notices (optional)
         self.costs = cost_ledger(vault)
         self.sleep: Callable[[float], None] = time.sleep
+        self._json_mode = "json_schema"  # falls back to json_object once a server refuses it
 
     def close(self) -> None:
         self.costs.close()
@@ -423,11 +424,7 @@ class LLMClient:
             "timeout": self.llm.timeout,
             "max_tokens": max_tokens or self.llm.reply_budget_tokens,
             "temperature": 0,
-            "response_format": {
-                "type": "json_schema",
-                "json_schema": {"name": re.sub(r"[^A-Za-z0-9_-]", "_", purpose)[:60] or "reply",
-                                "schema": schema, "strict": False},
-            },
+            "response_format": self._response_format(purpose, schema),
             # Our own retry loop decides (and records every attempt); litellm and the openai
             # client must not retry behind our back.
             "num_retries": 0,
@@ -444,6 +441,11 @@ class LLMClient:
         except Exception as exc:
             latency = time.monotonic() - started
             error = self._classify(exc, model)
+            if self._json_mode == "json_schema" and _rejects_json_schema(exc):
+                # llama.cpp's server and some proxies take only {"type": "json_object", "schema": …}.
+                log.info("%s rejects json_schema response_format; using json_object with the schema", model)
+                self._json_mode = "json_object"
+                return self._call_once(purpose, model, messages, schema, max_tokens, totals)
             outcome = ("transient" if isinstance(error, LLMTransientError)
                        else "auth" if isinstance(error, LLMAuthError) else "error")
             self.costs.record(purpose=purpose, model=model, tokens_in=0, tokens_out=0, cost_usd=0.0,
@@ -466,6 +468,12 @@ class LLMClient:
         totals[2] += cost
         totals[3] += latency
         return content, finish
+
+    def _response_format(self, purpose: str, schema: dict[str, Any]) -> dict[str, Any]:
+        if self._json_mode == "json_object":
+            return {"type": "json_object", "schema": schema}
+        name = re.sub(r"[^A-Za-z0-9_-]", "_", purpose)[:60] or "reply"
+        return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": False}}
 
     def _classify(self, exc: BaseException, model: str) -> LLMError | ConfigError:
         if isinstance(exc, LLMError | ConfigError):
@@ -495,6 +503,12 @@ class LLMClient:
         if isinstance(exc, errors.BadRequestError) or status in (400, 422):
             return LLMReplyError(f"the provider rejected the request (HTTP {status or 400}): {text}")
         return LLMTransientError(f"model call failed: {type(exc).__name__}: {text}")
+
+
+def _rejects_json_schema(exc: BaseException) -> bool:
+    text = str(exc).lower()
+    return _status(exc) in (400, 422) and ("json_schema" in text or "response_format" in text
+                                           or "json_object" in text)
 
 
 def _short(exc: BaseException, limit: int = 300) -> str:

@@ -109,19 +109,26 @@ def schemas_document() -> dict[str, Any]:
 
 # -- checks on model text -----------------------------------------------------------------------
 
-_ACTIVE_TAG_RE = re.compile(r"<\s*(script|iframe|object|embed|frame|frameset|link|meta|form|base)\b[^>]*>?",
+# Never written by the model, whatever the source says (outside code, where they are text).
+_ACTIVE_TAG_RE = re.compile(r"<\s*(script|object|embed|frame|frameset|applet|base|form|meta|link)\b",
                             re.IGNORECASE)
+_IFRAME_RE = re.compile(r"<\s*iframe\b[^>]*>?", re.IGNORECASE)
 _MD_IMAGE_RE = re.compile(r"!\[[^\]]*\]\(\s*<?([a-z][a-z0-9+.-]*:[^)\s>]+)", re.IGNORECASE)
 _IMG_TAG_RE = re.compile(r"<\s*img\b[^>]*\bsrc\s*=\s*[\"']?([^\"'\s>]+)", re.IGNORECASE)
 _JS_URL_RE = re.compile(r"\]\(\s*<?\s*(javascript|vbscript|data):", re.IGNORECASE)
+_CODE_RE = re.compile(r"^(```|~~~).*?^\1[ \t]*$|`[^`\n]+`", re.DOTALL | re.MULTILINE)
 
 
 def unsafe_markup(text: str, source: str) -> str:
-    """A reason when ``text`` carries remote images, iframes or scripts the source lacks."""
+    """A reason when ``text`` carries scripts, or remote images or iframes the source lacks."""
+    text = _CODE_RE.sub(" ", text)
     lowered_source = source.casefold()
-    for match in _ACTIVE_TAG_RE.finditer(text):
+    tag = _ACTIVE_TAG_RE.search(text)
+    if tag:
+        return f"contains a <{tag.group(1).lower()}> tag (active content is never written to a page)"
+    for match in _IFRAME_RE.finditer(text):
         if match.group(0).casefold() not in lowered_source:
-            return f"contains a <{match.group(1).lower()}> tag that is not in the source"
+            return "contains an <iframe> tag that is not in the source"
     for pattern in (_MD_IMAGE_RE, _IMG_TAG_RE):
         for match in pattern.finditer(text):
             url = match.group(1)

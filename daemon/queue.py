@@ -9,6 +9,7 @@ per ingested content hash: the same bytes under two names are one ingest plus a
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import threading
 import time
@@ -133,7 +134,14 @@ class Ledger:
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
-            self._db.execute("COMMIT")
+            try:
+                self._db.execute("COMMIT")
+            except BaseException:
+                # A COMMIT that fails (disk full) leaves the transaction open; without this
+                # rollback every later BEGIN on this connection would fail for good.
+                with contextlib.suppress(sqlite3.Error):
+                    self._db.execute("ROLLBACK")
+                raise
 
     # -- recording what the watcher and rescans see ------------------------------------
 

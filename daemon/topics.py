@@ -60,6 +60,11 @@ def similar(a: frozenset[str], b: frozenset[str]) -> bool:
         return False
     if a == b:
         return True
+    # Numbers and identifiers carry the fact: "BIL-4821" vs "BIL-1190", "50 rps" vs "100 rps".
+    ids_a = {w for w in a if any(ch.isdigit() for ch in w)}
+    ids_b = {w for w in b if any(ch.isdigit() for ch in w)}
+    if ids_a and ids_b and ids_a != ids_b:
+        return False
     inter = len(a & b)
     return inter / len(a | b) >= SIMILAR or (inter >= 5 and inter / min(len(a), len(b)) >= 0.9)
 

@@ -31,6 +31,8 @@ from .vault import Vault
 
 log = logging.getLogger(__name__)
 
+RETRY_REGISTER = 5.0
+
 # (glob on the file name, rule shown in status). Dotfiles cover editors' atomic-save temps.
 IGNORE_RULES: tuple[tuple[str, str], ...] = (
     (".*", "hidden or temporary file (name starts with a dot)"),
@@ -187,7 +189,14 @@ class StabilityTracker:
             ready.append(path)
         registered = []
         for path in ready:
-            if self.registrar.register(path) is not None:
+            try:
+                state = self.registrar.register(path)
+            except Exception as exc:  # disk full, database locked: look again later, drop nothing
+                log.warning("cannot record %s yet (%s); trying again in %.0fs", path, exc, RETRY_REGISTER)
+                with self._lock:
+                    self._watched.setdefault(path, _Watch(now + RETRY_REGISTER, _stat_key(path)))
+                continue
+            if state is not None:
                 registered.append(path)
         return registered
 

@@ -90,6 +90,8 @@ class Pipeline:
         self.retry_git_seconds = RETRY_GIT
         self.retry_not_ready_seconds = RETRY_NOT_READY
         self.retry_io_seconds = RETRY_IO
+        self._unreleased: list[tuple[FileRecord, str]] = []
+        self._unreleased_lock = threading.Lock()
         self.writer = PageWriter(vault, ledger, repo, commit_user_edits=self._commit_user_edits)
 
     # -- one job ---------------------------------------------------------------------
@@ -154,12 +156,13 @@ class Pipeline:
         self._check_repository()
         with self.page_locks.hold(plan.pages):
             outcome = self.writer.write(plan.changes)
-            sha = self._commit(plan, outcome)
-        self.ledger.clear_notice("git")
-        self.ledger.clear_notice("io")
+            # Nothing new to commit: an earlier attempt committed and then failed to record it.
+            sha = self._commit(plan, outcome) or self.repo.find_source_commit(record.sha256)
         self.ledger.finish_ingested(
             record, page=plan.source_page, title=plan.title, commit_sha=sha or "", engine=plan.engine
         )
+        self.ledger.clear_notice("git")
+        self.ledger.clear_notice("io")
         return JobResult(record.path, "ingested", plan.title, sha or "", plan.source_page)
 
     def _check_repository(self) -> None:
@@ -252,13 +255,28 @@ class Pipeline:
         else:
             cause = f"unexpected error {type(exc).__name__}: {exc}"
             log.exception("%s: unexpected error; retrying in %.0fs", record.path, self.retry_io_seconds)
-        with contextlib.suppress(Exception):
+        try:
             self.ledger.release(record, f"waiting to retry: {cause}", self.retry_io_seconds)
+        except Exception:
+            # The ledger itself cannot write (disk full): release it later, never leave it running.
+            with self._unreleased_lock:
+                self._unreleased.append((record, f"waiting to retry: {cause}"))
         with contextlib.suppress(Exception):
             self.ledger.set_notice("io", f"ingests retrying: {cause}")
         return JobResult(record.path, "pending", cause)
 
+    def _retry_releases(self) -> None:
+        with self._unreleased_lock:
+            while self._unreleased:
+                record, message = self._unreleased[0]
+                try:
+                    self.ledger.release(record, message, self.retry_io_seconds)
+                except Exception:
+                    return
+                self._unreleased.pop(0)
+
     def drain_once(self) -> JobResult | None:
+        self._retry_releases()
         record = self.ledger.claim_next()
         if record is None:
             return None

@@ -24,15 +24,24 @@ from tests.helpers import cli, daemon_log, git, start_daemon, wait_for
 FINAL = ("ingested", "duplicate", "quarantined", "skipped")
 
 
-@pytest.fixture
-def daemons() -> Iterator[list[subprocess.Popen[str]]]:
-    """Every daemon a test starts; any still alive at the end is killed."""
-    started: list[subprocess.Popen[str]] = []
-    yield started
-    for proc in started:
+_STARTED: list[subprocess.Popen[str]] = []
+
+
+@pytest.fixture(autouse=True)
+def reap_daemons() -> Iterator[None]:
+    """Any daemon a test started and left alive (a failed test) is killed at the end."""
+    yield
+    while _STARTED:
+        proc = _STARTED.pop()
         if proc.poll() is None:
             proc.kill()
             proc.wait(timeout=10)
+
+
+def spawn(root: Path, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    proc = start_daemon(root, env)
+    _STARTED.append(proc)
+    return proc
 
 
 def new_vault(tmp_path: Path, name: str = "Wiki") -> Path:
@@ -49,11 +58,9 @@ def heartbeat(root: Path) -> dict[str, Any]:
         return {}
 
 
-def launch(daemons: list[subprocess.Popen[str]], root: Path, env: dict[str, str] | None = None,
-           timeout: float = 20) -> subprocess.Popen[str]:
+def launch(root: Path, env: dict[str, str] | None = None, timeout: float = 20) -> subprocess.Popen[str]:
     """Start ``wikiwright run`` and wait until its heartbeat says it is up."""
-    proc = start_daemon(root, env)
-    daemons.append(proc)
+    proc = spawn(root, env)
 
     def ready() -> bool:
         if proc.poll() is not None:

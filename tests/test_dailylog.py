@@ -143,6 +143,8 @@ def test_refuses_a_symlinked_log(tmp_path: Path) -> None:
     ("key sk-proj-Abc123Def456Ghi789Jkl012Mno345 here", "Abc123Def456"),
     ("anthropic sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz0123", "AbCdEfGhIj"),
     ("aws AKIAIOSFODNN7EXAMPLE id", "AKIAIOSFODNN7EXAMPLE"),
+    ("stripe sk_live_4eC39HqLyjWDarjtT1zdp7dc", "4eC39HqLyjWDarjtT1zdp7dc"),
+    ("export STRIPE_KEY=whsec_abcdef0123456789", "whsec_abcdef0123456789"),
     ("gh ghp_16C7e42F292c6912E7710c838347Ae178B4a done", "16C7e42F292c"),
     ("slack xoxb-123456789012-abcdefABCDEF", "abcdefABCDEF"),
     ("curl -H 'Authorization: Bearer eyJhbGciOiJIUzI1NiJ9abc.def123456'", "eyJhbGciOiJIUzI1NiJ9abc"),

@@ -22,16 +22,17 @@ from wikiwright.pages import parse_page
 
 from tests.fault_tools import (
     assert_doctor_green,
-    daemons,  # noqa: F401
     ingest_commits_by_sha,
     launch,
     ledger_rows,
     new_vault,
     note,
+    reap_daemons,  # noqa: F401
+    spawn,
     stop,
     wait_settled,
 )
-from tests.helpers import cli, daemon_log, start_daemon
+from tests.helpers import cli, daemon_log
 
 KILLED = -signal.SIGKILL
 MAX_N = 8
@@ -108,19 +109,18 @@ def test_compound_crash_full_cross_product(tmp_path: Path, first: str, then: str
     _sweep(tmp_path, first, f"{then}:1")
 
 
-def test_daemon_crash_before_commit_recovers_on_restart(tmp_path: Path, daemons: list[subprocess.Popen[str]]) -> None:
+def test_daemon_crash_before_commit_recovers_on_restart(tmp_path: Path) -> None:
     """The same on the real daemon: it dies mid-burst, the restarted one finishes the work."""
     root = new_vault(tmp_path)
     env = dict(os.environ, WIKIWRIGHT_CRASH_AT="before-commit:3")
-    proc = start_daemon(root, env)
-    daemons.append(proc)
+    proc = spawn(root, env)
     paths = []
     for n in range(6):
         (root / "raw" / f"d{n}.md").write_text(note(n))
         paths.append(f"raw/d{n}.md")
     assert proc.wait(timeout=30) == KILLED, daemon_log(proc)
     started = time.monotonic()
-    again = launch(daemons, root)
+    again = launch(root)
     wait_settled(root, paths, proc=again)
     recovery = time.monotonic() - started
     assert stop(again) == 0

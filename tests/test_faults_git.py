@@ -17,12 +17,12 @@ from pathlib import Path
 
 from tests.fault_tools import (
     assert_doctor_green,
-    daemons,  # noqa: F401
     ingest_commits_by_sha,
     launch,
     ledger_rows,
     new_vault,
     note,
+    reap_daemons,  # noqa: F401
     stop,
     wait_settled,
 )
@@ -47,22 +47,26 @@ def _pause_reasons(root: Path) -> list[str]:
     return reasons
 
 
+def _waiting(root: Path, rel: str, words: str) -> bool:
+    row = ledger_rows(root).get(rel)
+    return bool(row and row[0] == "pending" and words in row[2])
+
+
 def _daemon_paths(root: Path) -> set[str]:
     out = git(root, "log", "--author=wikiwright", "--name-only", "--format=")
     return {line for line in out.splitlines() if line}
 
 
-def test_held_index_lock_pauses_then_resumes_by_itself(tmp_path: Path, daemons: list[subprocess.Popen[str]]) -> None:
+def test_held_index_lock_pauses_then_resumes_by_itself(tmp_path: Path) -> None:
     root = new_vault(tmp_path)
     (root / "staged.md").write_text("my staged work\n")
     git(root, "add", "staged.md")
     lock = root / ".git" / "index.lock"
     lock.write_text("")  # another git process (an editor's git plugin) holds the index
-    proc = launch(daemons, root, _env())
+    proc = launch(root, _env())
     (root / "raw" / "a.md").write_text(note(1))
-    wait_for(lambda: any("index.lock" in r for r in _pause_reasons(root)), timeout=20,
-             what="a pause naming index.lock")
-    assert "index.lock" in ledger_rows(root)["raw/a.md"][2]
+    wait_for(lambda: _waiting(root, "raw/a.md", "index.lock"), timeout=20, what="a pause naming index.lock")
+    assert any("index.lock" in r for r in _pause_reasons(root))
     text = cli("status", "--vault", str(root)).stdout
     assert "index.lock" in text
     assert lock.exists()  # never removed by the daemon: its holder may be alive
@@ -79,12 +83,11 @@ def test_held_index_lock_pauses_then_resumes_by_itself(tmp_path: Path, daemons: 
     assert resumed_in < 15
 
 
-def test_person_committing_every_second_while_ingests_run(tmp_path: Path,
-                                                          daemons: list[subprocess.Popen[str]]) -> None:
+def test_person_committing_every_second_while_ingests_run(tmp_path: Path) -> None:
     root = new_vault(tmp_path)
     (root / "staged.md").write_text("staged, not for the daemon\n")
     git(root, "add", "staged.md")
-    proc = launch(daemons, root, _env())
+    proc = launch(root, _env())
     stop_user = threading.Event()
     made: list[int] = []
 
@@ -143,15 +146,14 @@ def _conflicted_merge(root: Path) -> None:
     assert (root / ".git" / "MERGE_HEAD").exists()
 
 
-def test_merge_in_progress_and_detached_head_pause_and_resume(tmp_path: Path,
-                                                              daemons: list[subprocess.Popen[str]]) -> None:
+def test_merge_in_progress_and_detached_head_pause_and_resume(tmp_path: Path) -> None:
     root = new_vault(tmp_path)
-    proc = launch(daemons, root, _env())
+    proc = launch(root, _env())
     _conflicted_merge(root)
     index_before = (root / "wiki" / "index.md").read_bytes()
     (root / "raw" / "m.md").write_text(note(1))
-    wait_for(lambda: any("merge is in progress" in r for r in _pause_reasons(root)), timeout=20,
-             what="the merge pause")
+    wait_for(lambda: _waiting(root, "raw/m.md", "merge is in progress"), timeout=20, what="the merge pause")
+    assert any("merge is in progress" in r for r in _pause_reasons(root))
     assert "PAUSED:" in cli("status", "--vault", str(root)).stdout
     assert (root / "wiki" / "index.md").read_bytes() == index_before  # nothing written into a merge
     assert not (root / "wiki" / "sources" / "src-m.md").exists()
@@ -160,9 +162,8 @@ def test_merge_in_progress_and_detached_head_pause_and_resume(tmp_path: Path,
 
     git(root, "checkout", "-q", "--detach")
     (root / "raw" / "d.md").write_text(note(2))
-    wait_for(lambda: any("HEAD is detached" in r for r in _pause_reasons(root)), timeout=20,
-             what="the detached-HEAD pause")
-    assert ledger_rows(root)["raw/d.md"][0] == "pending"
+    wait_for(lambda: _waiting(root, "raw/d.md", "HEAD is detached"), timeout=20, what="the detached-HEAD pause")
+    assert any("HEAD is detached" in r for r in _pause_reasons(root))
     git(root, "checkout", "-q", "main")
     wait_settled(root, ["raw/d.md"], timeout=30, proc=proc)
     assert stop(proc) == 0

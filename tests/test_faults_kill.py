@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import random
-import subprocess
 import threading
 import time
 from pathlib import Path
@@ -19,13 +18,13 @@ import pytest
 
 from tests.fault_tools import (
     assert_doctor_green,
-    daemons,  # noqa: F401
     ingest_commits_by_sha,
     kill,
     launch,
     ledger_rows,
     new_vault,
     note,
+    reap_daemons,  # noqa: F401
     stop,
     wait_settled,
 )
@@ -45,18 +44,18 @@ def _burst(root: Path, count: int, pace: float) -> tuple[list[str], threading.Th
     return paths, thread
 
 
-def _kill_storm(tmp_path: Path, daemons: list[subprocess.Popen[str]], count: int, kills: int, seed: int
+def _kill_storm(tmp_path: Path, count: int, kills: int, seed: int
                 ) -> float:
     rng = random.Random(seed)
     root = new_vault(tmp_path)
-    proc = launch(daemons, root)
+    proc = launch(root)
     paths, writer = _burst(root, count, pace=0.01)
     longest = 0.0
     for _ in range(kills):
         time.sleep(rng.uniform(0.2, 1.5))
         kill(proc)
         started = time.monotonic()
-        proc = launch(daemons, root)
+        proc = launch(root)
         longest = max(longest, time.monotonic() - started)
     writer.join()
     started = time.monotonic()
@@ -72,13 +71,12 @@ def _kill_storm(tmp_path: Path, daemons: list[subprocess.Popen[str]], count: int
     return longest
 
 
-def test_sigkill_at_random_moments_during_a_burst_of_200(tmp_path: Path, daemons: list[subprocess.Popen[str]]
-                                                         ) -> None:
+def test_sigkill_at_random_moments_during_a_burst_of_200(tmp_path: Path) -> None:
     seed = int(os.environ.get("WIKIWRIGHT_FAULT_SEED", "0")) or random.randrange(1 << 30)
-    _kill_storm(tmp_path, daemons, count=200, kills=4, seed=seed)
+    _kill_storm(tmp_path, count=200, kills=4, seed=seed)
 
 
 @pytest.mark.slow
-def test_sigkill_storm_long(tmp_path: Path, daemons: list[subprocess.Popen[str]]) -> None:
+def test_sigkill_storm_long(tmp_path: Path) -> None:
     seed = int(os.environ.get("WIKIWRIGHT_FAULT_SEED", "0")) or random.randrange(1 << 30)
-    _kill_storm(tmp_path, daemons, count=600, kills=15, seed=seed)
+    _kill_storm(tmp_path, count=600, kills=15, seed=seed)

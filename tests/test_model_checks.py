@@ -54,7 +54,8 @@ BAD_OPS = [
     ({"op": "add_to_section", "page": "billing-api", "heading": "Embed",
       "text": "<script src=\"https://evil.example/x.js\"></script>"}, "<script> tag"),
     ({"op": "add_to_section", "page": "billing-api", "heading": "Embed",
-      "text": "<iframe src=\"https://evil.example/other\"></iframe>"}, "<iframe> tag"),
+      "text": "<iframe src=\"https://evil.example/other\"></iframe>"}, "<iframe> tag that is not in the source"),
+    ({"op": "add_to_section", "page": "billing-api", "heading": "Code", "text": "<object data=x>"}, "<object> tag"),
     ({"op": "close_question", "page": "billing-api", "question": "Is there a question?", "answer": "no"},
      "no open question"),
 ]

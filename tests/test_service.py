@@ -30,8 +30,8 @@ from wikiwright.logsetup import LOG_FILE_NAME, escape_controls, log_dir, make_ha
 from wikiwright.service import LAUNCHD_LABEL, render_plist, render_unit, systemd_escape
 from wikiwright.vault import Vault
 
-from tests.fault_tools import daemons, heartbeat, launch, new_vault, stop, wait_settled  # noqa: F401
-from tests.helpers import cli, daemon_log, start_daemon, wait_for
+from tests.fault_tools import heartbeat, launch, new_vault, reap_daemons, spawn, stop, wait_settled  # noqa: F401
+from tests.helpers import cli, daemon_log, wait_for
 
 SYSTEMD_ANALYZE = shutil.which("systemd-analyze")
 
@@ -200,7 +200,7 @@ def test_run_speaks_the_notify_protocol(tmp_path: Path) -> None:
     root = new_vault(tmp_path)
     notify = NotifySocket(tmp_path / "notify.sock")
     env = dict(os.environ, NOTIFY_SOCKET=str(notify.path), WATCHDOG_USEC="1000000")
-    proc = start_daemon(root, env)
+    proc = spawn(root, env)
     try:
         wait_for(lambda: "READY=1" in notify.lines(), timeout=20, what="READY=1")
         ready_at = notify.lines().index("READY=1")
@@ -249,9 +249,9 @@ def test_no_watchdog_ping_while_a_part_is_dead(vault: Vault, tmp_path: Path, mon
 
 # -- liveness in status and the heartbeat ------------------------------------------------------------
 
-def test_status_shows_liveness_from_the_heartbeat(tmp_path: Path, daemons: list[subprocess.Popen[str]]) -> None:
+def test_status_shows_liveness_from_the_heartbeat(tmp_path: Path) -> None:
     root = new_vault(tmp_path)
-    proc = launch(daemons, root)
+    proc = launch(root)
     (root / "raw" / "a.md").write_text("# A\n\nSomething about the billing API limits and more text.\n")
     wait_settled(root, ["raw/a.md"], proc=proc)
     wait_for(lambda: heartbeat(root).get("last_ingest"), timeout=10, what="last_ingest in the heartbeat")
@@ -296,11 +296,10 @@ def test_log_lines_redact_keys_and_escape_names(monkeypatch: pytest.MonkeyPatch)
     assert escape_controls("a\tb\u2028c") == "a\\tb\\u2028c"
 
 
-def test_run_writes_a_rotating_log_file_with_escaped_names(tmp_path: Path,
-                                                           daemons: list[subprocess.Popen[str]]) -> None:
+def test_run_writes_a_rotating_log_file_with_escaped_names(tmp_path: Path) -> None:
     root = new_vault(tmp_path)
     env = dict(os.environ, OPENAI_API_KEY="sk-live-THISMUSTNOTAPPEARANYWHERE0123")
-    proc = launch(daemons, root, env)
+    proc = launch(root, env)
     name = "evil\nERROR fake entry.md"
     (root / "raw" / name).write_text("# Evil\n\nA file whose name tries to forge a log line, sadly.\n")
     wait_settled(root, [f"raw/{name}"], proc=proc)

@@ -367,3 +367,18 @@ def test_ingest_command_names_a_missing_file(vault: Vault, tmp_path: Path, name:
     result = cli("ingest", "--vault", str(vault.root), str(tmp_path / name))
     assert result.returncode == 2
     assert result.stderr.strip() == f"wikiwright: no such file: {tmp_path / name}"
+
+
+def test_commit_of_unchanged_paths_is_no_commit(services: Services) -> None:
+    root = services.vault.root
+    (root / "mine.md").write_text("staged by the person\n")
+    git(root, "add", "mine.md")
+    head = git(root, "rev-parse", "HEAD").strip()
+    assert services.repo.commit_paths(["wiki/index.md", "wiki/log.md"], "nothing", {}) is None
+    assert git(root, "rev-parse", "HEAD").strip() == head
+    assert git(root, "diff", "--cached", "--name-only") == "mine.md\n"
+    (root / "wiki" / "overview.md").write_text("# Overview\n\nChanged.\n")
+    sha = services.repo.commit_paths(["wiki/index.md", "wiki/overview.md"], "overview", {"K": "v"})
+    assert sha == git(root, "rev-parse", "HEAD").strip() != head
+    assert git(root, "show", "--name-only", "--format=", "HEAD").split() == ["wiki/overview.md"]
+    assert git(root, "diff", "--cached", "--name-only") == "mine.md\n"

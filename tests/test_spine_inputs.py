@@ -514,3 +514,40 @@ def test_status_cli_shows_every_bad_input_with_its_reason(services: Services, tm
     assert "raw/x.part: skipped — partial download (.part)" in out
     assert "raw/b.md: same content as raw/a.md" in out
     assert "Traceback" not in out + result.stderr
+
+
+# -- links to existing pages (the catalogue's phrase map is kept up to date in place) ------------
+
+
+def _concept(services: Services, stem: str, title: str, aliases: list[str] | None = None) -> None:
+    alias_text = "[" + ", ".join(aliases or []) + "]"
+    (services.vault.wiki / f"{stem}.md").write_text(
+        f"---\ntype: concept\ntitle: {title}\nsummary: About {title}.\naliases: {alias_text}\n---\n\n# {title}\n")
+
+
+def _links(services: Services, name: str, text: str) -> list[str]:
+    services.drop(name, text)
+    services.drain()
+    page = page_for(services, f"raw/{name}").read_text()
+    return [line for line in page.splitlines() if line.startswith("- [[")]
+
+
+def test_source_pages_link_to_pages_whose_titles_they_mention(services: Services) -> None:
+    _concept(services, "billing-api", "Billing API", ["payments service"])
+    services.catalog.refresh()
+    assert _links(services, "a.md", "# A\n\nThe Billing API and the payments service were slow today.\n") == [
+        "- [[billing-api|Billing API]]"]
+    # A renamed page: the old title no longer links, the new one does.
+    _concept(services, "billing-api", "Invoice Engine")
+    services.catalog.refresh(["billing-api"])
+    assert _links(services, "b.md", "# B\n\nThe Billing API was mentioned again by the team.\n") == []
+    assert _links(services, "c.md", "# C\n\nThe Invoice Engine sends invoices every night.\n") == [
+        "- [[billing-api|Invoice Engine]]"]
+    # A removed page is never linked.
+    (services.vault.wiki / "billing-api.md").unlink()
+    services.catalog.refresh(["billing-api"])
+    assert _links(services, "d.md", "# D\n\nThe Invoice Engine was retired last week.\n") == []
+    # Source pages are linkable by their titles as well, as soon as they are committed.
+    assert _links(services, "e.md", "# Quarterly Roadmap Review\n\nWe reviewed the roadmap for the quarter.\n") == []
+    assert _links(services, "f.md", "# F\n\nAfter the Quarterly Roadmap Review we cut two features.\n") == [
+        "- [[src-e|Quarterly Roadmap Review]]"]

@@ -1,0 +1,150 @@
+"""Benchmark the model path: prompt size and model calls per ingest as the wiki grows.
+
+Builds synthetic wikis of 10, 100, 1,000 and 10,000 pages, ingests the same ordinary sources
+into each through the real pipeline and litellm's HTTP path to the scripted server, and
+prints per ingest: prompt tokens (chars/4 of everything sent), model calls, and our own
+processing time excluding the model (wall time of the ingest minus the HTTP call latency).
+
+    .venv/bin/python bench/bench_model.py [--sizes 10,100,1000,10000] [--sources 5]
+
+Target (issue 3): prompt tokens at 10,000 pages within 1.2x of those at 100 pages; at most
+2 model calls per ordinary source.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+from tests.llm_server import ScriptedServer, prompt_text
+from wikiwright.catalog import Catalog
+from wikiwright.config import load_config
+from wikiwright.history import GitRepo
+from wikiwright.llm import CostLedger
+from wikiwright.llm_planner import ModelPlanner
+from wikiwright.pages import Page, render_page
+from wikiwright.queue import Ledger
+from wikiwright.vault import Vault, init_vault
+from wikiwright.watch import Registrar
+from wikiwright.worker import Pipeline
+
+SYLLABLES = ["ka", "lo", "mi", "ran", "tor", "vex", "qui", "zen", "bar", "dul", "fen", "gor", "hal", "jin", "mor",
+             "nex", "pol", "ris", "sul", "tem", "ul", "vor", "wex", "yan"]
+
+
+def words(rng: random.Random, n: int) -> list[str]:
+    return ["".join(rng.choice(SYLLABLES) for _ in range(rng.randint(2, 3))) for _ in range(n)]
+
+
+def build_wiki(root: Path, size: int, rng: random.Random) -> tuple[Vault, list[str]]:
+    vault, _ = init_vault(root, "wikiwright", "wikiwright@localhost")
+    vocab = words(rng, 3000)
+    titles = []
+    for n in range(size):
+        title = f"{vocab[n % len(vocab)].capitalize()} {n:05d}"
+        name = f"{vocab[n % len(vocab)]}-{n:05d}"
+        text = " ".join(rng.choice(vocab) for _ in range(220))
+        body = (f"# {title}\n\n{text}\n\n## Claims\n- `{name}.limit`: {rng.randint(1, 999)} per second "
+                f"(as of 2026-01-01, [[src-seed]])\n")
+        page = Page({"type": "entity", "title": title, "summary": text[:120], "sources": ["src-seed"],
+                     "updated": "2026-01-01", "tags": [], "aliases": []}, body)
+        (vault.wiki / f"{name}.md").write_text(render_page(page), encoding="utf-8")
+        titles.append(title)
+    subprocess.run(["git", "-C", str(root), "add", "wiki"], check=True)
+    subprocess.run(["git", "-C", str(root), "-c", "user.name=seed", "-c", "user.email=s@x", "commit", "-qm", "seed"],
+                   check=True)
+    return vault, titles
+
+
+def source_text(rng: random.Random, titles: list[str], index: int) -> str:
+    mentioned = rng.sample(titles[: min(len(titles), 10)], 2)  # same mentions at every size
+    filler = " ".join(words(random.Random(index), 300))
+    return (f"# Meeting {index}\n\nWe discussed {mentioned[0]} and {mentioned[1]}. {filler}\n\n"
+            f"The {mentioned[0]} limit is now 40 per second.\n")
+
+
+def reply_for(request: dict[str, Any]) -> dict[str, Any]:
+    return {"title": "Meeting", "summary": "A meeting.", "key_points": ["one"], "operations": [
+        {"op": "add_to_section", "page": "meeting-notes", "heading": "Log", "text": "- a meeting happened"}]}
+
+
+def run_size(size: int, sources: int) -> dict[str, float]:
+    rng = random.Random(42)
+    with tempfile.TemporaryDirectory() as tmp:
+        t0 = time.perf_counter()
+        vault, titles = build_wiki(Path(tmp) / "vault", size, rng)
+        ledger = Ledger(vault.db_path)
+        catalog = Catalog(vault)
+        catalog.refresh()
+        setup = time.perf_counter() - t0
+        with ScriptedServer(reply_for) as server:
+            os.environ["SCRIPTED_LLM_KEY"] = "sk-bench"
+            config = server.config(load_config(vault.root))
+            repo = GitRepo(vault.root)
+            planner = ModelPlanner(config, vault, ledger, catalog)
+            pipeline = Pipeline(config, vault, ledger, catalog, repo, planner=planner)
+            registrar = Registrar(vault, ledger, 10**7, threading.Event())
+            # One warm-up ingest (imports litellm, warms caches), not measured.
+            warm = vault.raw / "warmup.md"
+            warm.write_text(source_text(random.Random(999), titles, 999))
+            registrar.register(warm)
+            pipeline.drain_once()
+            prompts, calls, ours = [], [], []
+            for index in range(sources):
+                path = vault.raw / f"meeting-{index}.md"
+                path.write_text(source_text(random.Random(index), titles, index))
+                registrar.register(path)
+                before = len(server.requests)
+                costs = CostLedger(vault.state / "llm.db")
+                model_before = costs._db.execute("SELECT coalesce(sum(latency_s),0) FROM llm_calls").fetchone()[0]
+                started = time.perf_counter()
+                result = pipeline.drain_once()
+                wall = time.perf_counter() - started
+                model_after = costs._db.execute("SELECT coalesce(sum(latency_s),0) FROM llm_calls").fetchone()[0]
+                costs.close()
+                assert result is not None and result.state == "ingested", result
+                new = server.requests[before:]
+                calls.append(len(new))
+                prompts.append(sum(len(prompt_text(r)) for r in new) / 4)
+                ours.append(wall - (model_after - model_before))
+        ledger.close()
+        catalog.close()
+    return {"size": size, "setup_s": setup, "prompt_tokens": statistics.mean(prompts),
+            "prompt_tokens_max": max(prompts), "calls": statistics.mean(calls), "calls_max": max(calls),
+            "ours_ms": statistics.median(ours) * 1000}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--sizes", default="10,100,1000,10000")
+    parser.add_argument("--sources", type=int, default=5)
+    args = parser.parse_args()
+    rows = [run_size(int(s), args.sources) for s in args.sizes.split(",")]
+    base = next((r for r in rows if r["size"] == 100), rows[0])
+    print(f"{'pages':>7} {'prompt tok/ingest':>18} {'max':>7} {'vs 100':>7} {'calls/ingest':>13} {'max':>4} "
+          f"{'ours ms (excl. model)':>22} {'setup s':>8}")
+    for r in rows:
+        ratio = r["prompt_tokens"] / base["prompt_tokens"]
+        print(f"{r['size']:>7} {r['prompt_tokens']:>18.0f} {r['prompt_tokens_max']:>7.0f} {ratio:>6.2f}x "
+              f"{r['calls']:>13.1f} {r['calls_max']:>4} {r['ours_ms']:>22.1f} {r['setup_s']:>8.1f}")
+    worst = max(r["prompt_tokens"] for r in rows if r["size"] >= 100) / base["prompt_tokens"]
+    ok = worst <= 1.2 and all(r["calls_max"] <= 2 for r in rows)
+    print(f"target: prompt tokens within 1.2x of 100 pages (worst {worst:.2f}x), <= 2 calls per source: "
+          f"{'met' if ok else 'NOT met'}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
