@@ -161,7 +161,10 @@ def main() -> int:
         writer.stop.set()
         writer.join()
     drain_from = time.monotonic()
-    while ledger_counts(root)[1] > 0 and time.monotonic() - drain_from < 300:
+    while time.monotonic() - drain_from < 300:
+        done, queued = ledger_counts(root)
+        if queued == 0 and done >= writer.count:
+            break
         time.sleep(1)
     drain = time.monotonic() - drain_from
     daemon.send_signal(signal.SIGTERM)

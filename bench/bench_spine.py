@@ -30,11 +30,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-WORDS = (
-    "alpha bravo cedar delta ember falcon garnet harbor indigo juniper kestrel lumen marble nectar "
-    "onyx prairie quartz raven sierra tundra umber violet willow xenon yarrow zephyr anchor beacon "
-    "canyon dune estuary fjord glacier heath island jetty knoll lagoon meadow oasis"
-).split()
+WORDS = [
+    "alpha", "bravo", "cedar", "delta", "ember", "falcon", "garnet", "harbor", "indigo", "juniper",
+    "kestrel", "lumen", "marble", "nectar", "onyx", "prairie", "quartz", "raven", "sierra", "tundra",
+    "umber", "violet", "willow", "xenon", "yarrow", "zephyr", "anchor", "beacon", "canyon", "dune",
+    "estuary", "fjord", "glacier", "heath", "island", "jetty", "knoll", "lagoon", "meadow", "oasis",
+]
 
 
 # -- environment -----------------------------------------------------------------------------

@@ -153,13 +153,13 @@ class Catalog:
                         continue
                     if known.get(name) == stat:
                         continue
-                    self._index_page(name, stat)
+                    self._index_page(name, stat, known=name in known)
                     changed.append(name)
             if changed:
                 self._update_phrases(changed)
             return changed
 
-    def _index_page(self, name: str, stat: tuple[int, int]) -> None:
+    def _index_page(self, name: str, stat: tuple[int, int], known: bool = True) -> None:
         path = self.vault.wiki / f"{name}.md"
         error = ""
         meta: dict[str, object] = {}
@@ -182,7 +182,10 @@ class Catalog:
             " VALUES (?,?,?,?,?,?,?,?)",
             (name, page_type, title, str(meta.get("summary") or ""), json.dumps(aliases), *stat, error),
         )
-        self._db.execute("DELETE FROM pages_fts WHERE name=?", (name,))
+        if known:
+            # ``name`` is UNINDEXED in FTS5: this delete scans the whole table, so a first build
+            # (nothing to delete) skips it or it would cost O(pages²).
+            self._db.execute("DELETE FROM pages_fts WHERE name=?", (name,))
         self._db.execute(
             "INSERT INTO pages_fts(name, title, aliases, body) VALUES (?,?,?,?)",
             (name, title, " ".join(aliases), body),

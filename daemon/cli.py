@@ -411,7 +411,9 @@ def cmd_consolidate(args: argparse.Namespace) -> int:
 
     setup_logging(args.verbose, logging.INFO)
     config, vault = open_vault(args)
-    ledger = Ledger(vault.db_path)
+    read_only = args.dry_run or args.check
+    # --dry-run and --check write nothing, not even a fresh state database.
+    ledger = Ledger(Path(":memory:") if read_only and not vault.db_path.exists() else vault.db_path)
     try:
         consolidator = Consolidator(config, vault, ledger)
         if args.dry_run:

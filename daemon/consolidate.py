@@ -445,8 +445,8 @@ class Consolidator:
             plan.tokens_out += usage.tokens_out
             plan.cost_usd += usage.cost_usd
             plan.engine = f"model ({usage.model})"
-        # Durable items the author marked 🔴 are kept even if the model left them out.
-        marked = [g for g in plan.gathered.groups if g.durable]
+        # What the author marked 🔴 or wrote under Decisions is kept even if the model left it out.
+        marked = [g for g in plan.gathered.groups if g.durable or g.section == "Decisions"]
         from .topics import normalize, similar
 
         for group in marked:

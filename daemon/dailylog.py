@@ -90,7 +90,8 @@ _SECRET_PATTERNS: tuple[tuple[str, re.Pattern[str], str], ...] = (
      r"\1\2[REDACTED]"),
     # Any other "...token = value" or "..._KEY = value" whose value looks like a credential.
     ("token-assignment", re.compile(
-        r"(?i)\b([a-z0-9_\-]*token|[a-z0-9_\-]*[_\-]key)([ \t]*[=:][ \t]*)(?!\[REDACTED)[\"']?[A-Za-z0-9_\-.~+/]{8,}=*[\"']?"),
+        r"(?i)\b([a-z0-9_\-]*token|[a-z0-9_\-]*[_\-]key)([ \t]*[=:][ \t]*)(?!\[REDACTED)"
+        r"[\"']?[A-Za-z0-9_\-.~+/]{8,}=*[\"']?"),
      r"\1\2[REDACTED]"),
 )
 REDACTED_RE = re.compile(r"\[REDACTED(?::[a-z\-]+)?\]")

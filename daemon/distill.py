@@ -4,8 +4,9 @@ Code rules first, with or without a model: ephemeral lines (🟢), code snippets
 held a secret and transient debugging state never leave this module. The rest is grouped by
 meaning (similar wording counts as the same item) and counted by the sessions it appeared
 in. The deterministic path promotes an item when a log marks it durable (🔴), when it sits
-under Decisions or states a decision, or when it recurs: in 2 sessions for what worked, what
-did not and patterns learned, in 3 for anything else. Items not promoted yet are remembered
+under Decisions, or when it recurs: in 2 sessions for lessons (what worked, what did not,
+patterns learned) and for lines that read as decisions, gotchas, preferences or dead ends;
+in 3 for anything else. Items not promoted yet are remembered
 (``pending``) so their sessions keep counting across runs. The model path sends the same
 grouped signal to the model and checks every item it returns (see :func:`check_model_items`).
 """
@@ -286,7 +287,7 @@ REPLY_SCHEMA: dict[str, Any] = {
 SYSTEM_PROMPT = """You consolidate an engineer's daily work logs into durable topic pages of a wiki.
 Keep only durable signal: recurring patterns, gotchas, stable preferences, decisions, dead ends.
 Skip one-off events, transient debugging state, code snippets and anything secret.
-Each input line is one observation group: [kind guess] text (sessions N; logs DATES; marker).
+Each input line is one observation group: [kind guess] text (sessions N; logs DATES; under SECTION).
 Marker 🔴 means the author marked it durable. Items already on the pages are listed first; do not
 repeat them, but an input that changes one should name it in "supersedes".
 Write each entry as one short self-contained sentence with absolute dates (YYYY-MM-DD), never
@@ -299,7 +300,8 @@ Reply with one JSON object: {"entries": [{"kind", "text", "logs": ["YYYY-MM-DD"]
 def group_line(group: Group) -> str:
     marker = " 🔴" if group.durable else ""
     days = ", ".join(sorted(d.isoformat() for d in group.days))
-    return f"- [{group.kind}] {group.text} (sessions {len(group.sessions)}; logs {days}){marker}"
+    under = f"; under {group.section}" if group.section else ""
+    return f"- [{group.kind}] {group.text} (sessions {len(group.sessions)}; logs {days}{under}){marker}"
 
 
 def prompt_chunks(groups: list[Group], known_lines: list[str], budget: int) -> list[str]:

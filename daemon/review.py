@@ -58,7 +58,7 @@ log = logging.getLogger(__name__)
 
 HEADER = "# Review\n\nProposals waiting for a person. Tick `- [x]` to approve, mark `- [-]` to reject.\n"
 HELD_BACK = "held-back"
-HEADINGS = {**KIND_HEADINGS, HELD_BACK: "Held back by ingest checks"}
+HEADINGS = {**KIND_HEADINGS, HELD_BACK: "Held back by ingest checks", "prose-contradiction": "Contradictions in prose"}
 SUPPRESSED_STATES = ("rejected", "dismissed")
 _ITEM_RE = re.compile(
     r"^(?P<lead>[ \t]*[-*+][ \t]*)\[(?P<mark>[^\]\n]{0,3})\](?P<text>.*?)"
@@ -81,6 +81,9 @@ CREATE TABLE IF NOT EXISTS review_items (
 """
 _THREAD_LOCKS: dict[str, threading.RLock] = {}
 _THREAD_LOCKS_GUARD = threading.Lock()
+# Vault roots whose REVIEW.md flock this process holds, with the nesting depth (only read
+# and written by the thread holding that vault's RLock).
+_HELD: dict[str, int] = {}
 
 
 @dataclass(frozen=True)
@@ -268,12 +271,25 @@ def _thread_lock(vault: Vault) -> threading.RLock:
 def review_lock(vault: Vault) -> Iterator[None]:
     """One writer of REVIEW.md at a time: threads of this process and other processes."""
     with _thread_lock(vault):
+        key = str(vault.root)
+        depth = _HELD.get(key, 0)
+        if depth:
+            # Re-entered by the thread that holds it: a second flock on a new descriptor
+            # would wait for ourselves.
+            _HELD[key] = depth + 1
+            try:
+                yield
+            finally:
+                _HELD[key] = depth
+            return
         vault.state.mkdir(parents=True, exist_ok=True)
         fd = os.open(vault.state / "review.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
+            _HELD[key] = 1
             yield
         finally:
+            _HELD.pop(key, None)
             fcntl.flock(fd, fcntl.LOCK_UN)
             os.close(fd)
 
@@ -399,7 +415,38 @@ class ReviewQueue:
 
     def lint(self) -> LintReport:
         self._open()
-        return run_lint(self.vault, self.config.lint, self.catalog, self.store.ids(SUPPRESSED_STATES))
+        hidden = self.store.ids(SUPPRESSED_STATES)
+        report = run_lint(self.vault, self.config.lint, self.catalog, hidden)
+        if self.config.lint.prose_check and self.config.llm.enabled:
+            self._prose_check(report, hidden)
+        return report
+
+    def _prose_check(self, report: LintReport, hidden: set[str]) -> None:
+        """The optional model-assisted check; a model failure never fails lint itself."""
+        from .errors import LLMError
+        from .llm import LLMClient
+        from .prose_check import run_prose_check
+
+        texts = {}
+        for name, text in self.catalog.iter_bodies():
+            if name.startswith("sources/") or name in ("index", "log"):
+                continue
+            try:
+                texts[name] = parse_page(text).body
+            except FrontMatterError:
+                continue
+        client = LLMClient(self.config, self.vault, self.ledger)
+        try:
+            result = run_prose_check(self.config, texts, client)
+        except LLMError as exc:
+            log.warning("prose check skipped: %s", exc)
+            return
+        finally:
+            client.close()
+        log.info("prose check: %d shard(s), %d tokens, %d finding(s), %d dropped (quotes not verbatim)",
+                 result.shards_checked, result.tokens_used, len(result.findings), result.dropped)
+        for finding in result.findings:
+            (report.suppressed if finding.id in hidden else report.findings).append(finding)
 
     def sync_findings(self, report: LintReport) -> tuple[list[str], list[str]]:
         """New findings become proposals; open ones lint no longer finds are marked resolved.

@@ -64,7 +64,8 @@ Client guidance lives in [[client-guide]].
 ## Limits
 
 ## Claims
-- ~~`billing-api.rate-limit`: 100 requests per second per client (as of 2026-03-16, [[src-design-doc]])~~ superseded by [[src-inc-482]]
+- ~~`billing-api.rate-limit`: 100 requests per second per client (as of 2026-03-16, [[src-design-doc]])~~ \
+superseded by [[src-inc-482]]
 - `billing-api.rate-limit`: 50 requests per second per client (as of 2026-04-03, [[src-inc-482]])
 """,
     ),

@@ -79,6 +79,11 @@ def _one_off(rng: random.Random) -> str:
     return f"Wrote {rng.randrange(2, 30)} new tests for {t} ({f}), coverage now {rng.randrange(60, 99)}%"
 
 
+def _transient(rng: random.Random) -> str:
+    return rng.choice(_TRANSIENT).format(t=rng.choice(_THINGS), f=rng.choice(_FILES), n=rng.randrange(100, 999),
+                                         p=rng.choice(_PEOPLE))
+
+
 def _plants(day: int, session: int) -> dict[str, list[str]]:
     """Planted lines by section for this (day, session)."""
     p: dict[str, list[str]] = {}
@@ -137,7 +142,7 @@ def generate_week(logs_dir: Path, *, days: int = 7, sessions: int = 7, seed: int
                 "What Changed": [f"- 🟡 {_one_off(rng)}" if rng.random() < 0.5 else f"- {_one_off(rng)}"
                                  for _ in range(filler)],
                 "What Worked": [f"- {_one_off(rng)}" for _ in range(2)],
-                "What Didn't": [f"- {rng.choice(_TRANSIENT).format(t=rng.choice(_THINGS), f=rng.choice(_FILES), n=rng.randrange(100, 999), p=rng.choice(_PEOPLE))}"],
+                "What Didn't": [f"- {_transient(rng)}"],
                 "Patterns Learned": [],
                 "Decisions": [],
                 "Requests": [],

@@ -6,10 +6,11 @@ import dataclasses
 import json
 import logging
 import os
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from wikiwright.catalog import PageEntry
 from wikiwright.config import Config
 from wikiwright.consolidate import (
     ConsolidationLock,
@@ -20,7 +21,6 @@ from wikiwright.consolidate import (
 from wikiwright.dailylog import append_session
 from wikiwright.errors import ConsolidationBusy
 from wikiwright.index import MAX_INDEX_BYTES, MAX_INDEX_LINES, render_index_block
-from wikiwright.catalog import PageEntry
 from wikiwright.queue import Ledger
 from wikiwright.vault import Vault
 from wikiwright.watch import Registrar
@@ -28,7 +28,6 @@ from wikiwright.watch import Registrar
 from tests.helpers import cli, git
 from tests.logweek import generate_week, surviving
 
-UTC = timezone.utc
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC).timestamp()
 HOUR = 3600.0
 
@@ -258,7 +257,7 @@ def test_a_week_of_logs_consolidates_with_every_planted_fact(config: Config, vau
         assert key in trailers
     assert {r.commit_sha for r in ledger.files("ingested", kind="log")} == {result.commit}
     assert _wiki_clean(vault)
-    assert "[[decisions|Decisions]]" in (vault.wiki / "index.md").read_text()
+    assert "[[decisions]]" in (vault.wiki / "index.md").read_text()
     assert "## [" in (vault.wiki / "log.md").read_text() and "consolidate |" in (vault.wiki / "log.md").read_text()
 
 

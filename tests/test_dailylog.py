@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -20,7 +20,6 @@ from wikiwright.vault import Vault
 
 from tests.helpers import cli
 
-UTC = timezone.utc
 WHEN = datetime(2026, 11, 24, 14, 5, tzinfo=UTC)
 
 SAMPLE = """# 2026-11-24
@@ -59,7 +58,7 @@ def test_parse_sessions_sections_markers_and_offsets() -> None:
     # Byte offsets point at the lines, so a cursor can say "only what follows".
     data = SAMPLE.encode()
     offset = parsed.sessions[1].offset
-    assert data[offset:].startswith("## Session 15:40".encode())
+    assert data[offset:].startswith(b"## Session 15:40")
     assert [o.text for o in parsed.observations(offset)] == [o.text for o in second]
     assert len(parsed.sessions_since(offset)) == 1
 

@@ -85,6 +85,7 @@ def _sweep(tmp_path: Path, point: str, then: str = "") -> list[str]:
 def test_crash_at_every_durable_step_then_recover(tmp_path: Path, point: str) -> None:
     covered = _sweep(tmp_path, point)
     assert covered, f"{point} is never reached by an ingest"
+    print(f"{point}: {len(covered)} crash point(s) covered: {', '.join(covered)}")
 
 
 @pytest.mark.parametrize("point", POINTS)
@@ -128,4 +129,5 @@ def test_daemon_crash_before_commit_recovers_on_restart(tmp_path: Path) -> None:
     rows = ledger_rows(root)
     assert all(rows[p][0] == "ingested" and counts.get(rows[p][1]) == 1 for p in paths)
     assert_doctor_green(root)
+    print(f"daemon recovered {len(paths)} sources in {recovery:.2f}s after a crash before commit")
     assert recovery < 20

@@ -1,0 +1,85 @@
+"""Consolidation benchmark: a generated week of daily logs (>= 100 KB, planted durable facts,
+repeats, relative dates, noise) consolidated by the deterministic path and by the model path
+(the scripted model server), in fresh vaults. Prints bytes in/out, the compression ratio and
+which planted facts survived, against the baseline of keeping every line (ratio 1:1).
+
+    .venv/bin/python bench/bench_consolidate.py [--days 7] [--sessions 7] [--filler 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from tests.consolidate_model import script  # noqa: E402
+from tests.llm_server import ScriptedServer  # noqa: E402
+from tests.logweek import FACTS, generate_week, surviving  # noqa: E402
+from wikiwright.config import load_config  # noqa: E402
+from wikiwright.consolidate import Consolidator  # noqa: E402
+from wikiwright.queue import Ledger  # noqa: E402
+from wikiwright.vault import init_vault  # noqa: E402
+
+NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC).timestamp()
+
+
+def run(engine: str, args: argparse.Namespace) -> dict[str, object]:
+    with tempfile.TemporaryDirectory() as tmp:
+        vault, _ = init_vault(Path(tmp) / "vault", "bench", "bench@localhost")
+        written = generate_week(vault.logs, days=args.days, sessions=args.sessions, filler=args.filler)
+        config = load_config(vault.root)
+        ledger = Ledger(vault.db_path)
+        try:
+            started = time.perf_counter()
+            if engine == "model (scripted)":
+                with ScriptedServer(script) as server:
+                    result = Consolidator(server.config(config), vault, ledger, clock=lambda: NOW).run()
+            else:
+                result = Consolidator(config, vault, ledger, clock=lambda: NOW).run()
+            seconds = time.perf_counter() - started
+        finally:
+            ledger.close()
+        plan = result.plan
+        assert plan is not None, result.detail
+        pages = "".join((vault.wiki / f"{c.page}.md").read_text() for c in plan.changes)
+        return {
+            "engine": engine, "written": written, "in": plan.bytes_in, "out": plan.bytes_out,
+            "ratio": plan.ratio, "seconds": seconds, "facts": surviving(pages), "pages": len(plan.changes),
+            "entries": plan.stats.added, "skipped": dict(plan.gathered.skipped), "rejected": plan.rejected,
+        }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--days", type=int, default=7)
+    parser.add_argument("--sessions", type=int, default=7)
+    parser.add_argument("--filler", type=int, default=20)
+    args = parser.parse_args()
+    rows = [run("deterministic", args), run("model (scripted)", args)]
+    print(f"{'engine':<18} {'bytes in':>9} {'bytes out':>9} {'ratio':>7} {'vs keep-all':>11} "
+          f"{'facts':>7} {'pages':>5} {'entries':>7} {'seconds':>7}")
+    print(f"{'keep every line':<18} {rows[0]['in']:>9} {rows[0]['in']:>9} {'1.0:1':>7} {'1.0x':>11} "
+          f"{len(FACTS):>3}/{len(FACTS):<3} {'-':>5} {'-':>7} {'-':>7}")
+    for row in rows:
+        kept = sum(ok for _, ok in row["facts"])  # type: ignore[attr-defined]
+        print(f"{row['engine']:<18} {row['in']:>9} {row['out']:>9} {row['ratio']:>6.1f}:1 "
+              f"{row['ratio']:>10.1f}x {kept:>3}/{len(FACTS):<3} {row['pages']:>5} {row['entries']:>7} "
+              f"{row['seconds']:>7.2f}")
+    print()
+    print(f"{'planted fact':<44} " + " ".join(f"{row['engine']:>18}" for row in rows))
+    for index, fact in enumerate(FACTS):
+        marks = " ".join(f"{'survived' if row['facts'][index][1] else 'LOST':>18}" for row in rows)  # type: ignore[index]
+        print(f"{fact.name:<44} {marks}")
+    print()
+    for row in rows:
+        print(f"{row['engine']}: skipped observations {row['skipped']}, model items rejected {row['rejected']}")
+
+
+if __name__ == "__main__":
+    main()
