@@ -330,8 +330,9 @@ def main() -> int:
         last = samples[-1]
         growth = last[2] - warm[2]
         flat = growth <= max(5.0, 0.1 * warm[2])
-        print(f"  peak growth after warm-up ({warm[0]} ingests): {growth:+.1f} MiB: "
-              f"{'flat, OK' if flat else 'GROWING'}\n")
+        per_ingest = 1024 * growth / max(1, last[0] - warm[0])
+        print(f"  peak growth after warm-up ({warm[0]} ingests): {growth:+.1f} MiB, {per_ingest:.1f} KiB per "
+              f"ingest (each ingest here adds a page to the wiki): {'flat, OK' if flat else 'GROWING'}\n")
         print(f"total bench time {time.monotonic() - t0:.0f} s")
     finally:
         if args.keep:

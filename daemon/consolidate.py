@@ -285,6 +285,8 @@ class Plan:
         """What the topic pages grew by (their whole size for new pages)."""
         grown = 0
         for change in self.changes:
+            if change.page == "overview":
+                continue
             before = self.before.get(change.page) or ""
             grown += max(0, len(change.text.encode("utf-8")) - len(before.encode("utf-8")))
         return grown
@@ -417,9 +419,34 @@ class Consolidator:
             before = texts[kind]
             new_text = update_topic_page(kind, before, kind_items, kind_claims, today, plan.stats)
             if new_text != before:
-                plan.changes.append(PageChange(name, new_text, reason=f"consolidation: {kind}"))
+                # base: the text this change was computed from, for compare-and-swap.
+                plan.changes.append(PageChange(name, new_text, base=before, reason=f"consolidation: {kind}"))
                 plan.before[name] = before
+        self._link_from_overview(plan, [name for kind, name in names.items()
+                                        if texts[kind] is not None or any(c.page == name for c in plan.changes)])
         return plan
+
+    def _link_from_overview(self, plan: Plan, pages: list[str]) -> None:
+        """The topic pages are listed on overview.md (added to, never removed from)."""
+        from .pages import Page, get_section, iter_links, link_key, parse_page, render_page, set_section
+
+        text = self._read_page("overview")
+        if text is None or not pages:
+            return
+        try:
+            page = parse_page(text)
+        except ValueError:
+            return
+        linked = {link_key(link.target) for link in iter_links(page.body)}
+        missing = [name for name in pages if link_key(name) not in linked]
+        if not missing:
+            return
+        heading = "From the daily logs"
+        section = get_section(page.body, heading) or f"## {heading}\n\n"
+        section = section.rstrip("\n") + "\n" + "".join(f"- [[{name}]]\n" for name in missing)
+        new_text = render_page(Page(page.meta, set_section(page.body, heading, section)))
+        plan.changes.append(PageChange("overview", new_text, base=text, reason="link the topic pages"))
+        plan.before["overview"] = text
 
     def _client(self) -> Any:
         if self._llm is None:
