@@ -275,7 +275,15 @@ def _orphans(pages: dict[str, _Page], inbound: set[str]) -> list[Finding]:
     return findings
 
 
-def _claim_checks(pages: dict[str, _Page], resolver: _Resolver) -> list[Finding]:
+def _log_citation(vault: Vault, cited: str) -> bool:
+    """Consolidation cites the daily log it distilled: ``[[logs/2026-11-23]]`` (or ``….md``)."""
+    name = cited.strip().removesuffix(".md")
+    if not name.startswith("logs/") or "/" in name[5:] or name[5:].startswith("."):
+        return False
+    return (vault.logs / f"{name[5:]}.md").is_file()
+
+
+def _claim_checks(vault: Vault, pages: dict[str, _Page], resolver: _Resolver) -> list[Finding]:
     findings: list[Finding] = []
     current: dict[str, list[_Located]] = defaultdict(list)
     superseded: dict[tuple[str, str], list[_Located]] = defaultdict(list)
@@ -297,6 +305,8 @@ def _claim_checks(pages: dict[str, _Page], resolver: _Resolver) -> list[Finding]
                     continue
                 target = resolver.resolve(cited)
                 if target is not None and (target.startswith("sources/") or pages[target].entry.type == "source"):
+                    continue
+                if target is None and _log_citation(vault, cited):
                     continue
                 why = "which is not a source page" if target else "which does not exist in wiki/sources/"
                 findings.append(Finding(
@@ -576,7 +586,7 @@ def _run(vault: Vault, config: LintConfig, catalog: Catalog | None, suppressed_i
     resolver = _Resolver(pages.values())
     findings, inbound = _links_checks(pages, resolver)
     findings += _orphans(pages, inbound)
-    findings += _claim_checks(pages, resolver)
+    findings += _claim_checks(vault, pages, resolver)
     findings += _index_checks(pages, resolver, entries)
     findings += _page_checks(pages, config)
     findings += _duplicate_names(pages)

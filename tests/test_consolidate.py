@@ -21,6 +21,7 @@ from wikiwright.consolidate import (
 from wikiwright.dailylog import append_session
 from wikiwright.errors import ConsolidationBusy
 from wikiwright.index import MAX_INDEX_BYTES, MAX_INDEX_LINES, render_index_block
+from wikiwright.lint import run_lint
 from wikiwright.queue import Ledger
 from wikiwright.vault import Vault
 from wikiwright.watch import Registrar
@@ -259,6 +260,9 @@ def test_a_week_of_logs_consolidates_with_every_planted_fact(config: Config, vau
     assert _wiki_clean(vault)
     assert "[[decisions]]" in (vault.wiki / "index.md").read_text()
     assert "## [" in (vault.wiki / "log.md").read_text() and "consolidate |" in (vault.wiki / "log.md").read_text()
+    # What consolidation writes (claims citing [[logs/DATE]], topic pages) passes lint.
+    report = run_lint(vault, config.lint)
+    assert [f.kind for f in report.findings] == [], [f.description for f in report.findings]
 
 
 def test_second_run_merges_keeps_person_lines_and_reads_only_new_bytes(config: Config, vault: Vault,

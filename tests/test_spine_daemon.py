@@ -269,7 +269,8 @@ def test_sigterm_during_work_leaves_nothing_half_done_and_restart_resumes(
     data = status_json(root)
     assert data["counts"]["running"] == 0
     assert data["counts"]["ingested"] == done_first
-    assert data["counts"]["pending"] + done_first == total
+    # The rest are pending, or were still settling in the stability wait: the start rescan finds those.
+    assert data["counts"]["pending"] + done_first <= total
 
     proc = launch(daemons, root)
     wait_for(lambda: len(ingest_commits(root)) >= total, timeout=60, interval=0.3, what="all ingests")
