@@ -113,6 +113,9 @@ def main() -> int:
     parser.add_argument("--rate", type=float, default=2.0, help="sources dropped per second (default 2)")
     parser.add_argument("--sample", type=float, default=30.0, help="seconds between samples (default 30)")
     parser.add_argument("--warmup", type=float, default=0.2, help="share of samples treated as warm-up")
+    parser.add_argument("--warmup-minutes", type=float, default=6.0,
+                        help="warm-up lasts at least this long: every 5-minute periodic job (rescan, "
+                             "consolidation check) has run once and its executor threads exist (default 6)")
     parser.add_argument("--tolerance", type=float, default=0.10, help="allowed late/early growth (default 10%%)")
     parser.add_argument("--keep", action="store_true", help="keep the temp folder")
     args = parser.parse_args()
@@ -169,7 +172,7 @@ def main() -> int:
     drain = time.monotonic() - drain_from
     daemon.send_signal(signal.SIGTERM)
     code = daemon.wait(timeout=120)
-    warm = int(len(samples) * args.warmup)
+    warm = max(int(len(samples) * args.warmup), sum(1 for s in samples if s[0] < args.warmup_minutes * 60))
     print(f"\nafter warm-up ({warm} of {len(samples)} samples), first third vs last third:")
     print(f"{'figure':<10} {'early':>9} {'late':>9} {'late/early':>10}  verdict")
     all_flat = True
