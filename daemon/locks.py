@@ -1,10 +1,14 @@
-"""Per-page locks, always taken in sorted order so two ingests can never deadlock."""
+"""Locks: per-page locks (always taken in sorted order, so two ingests never deadlock) and
+the vault's write lock that serialises applying and committing across threads and processes."""
 
 from __future__ import annotations
 
+import fcntl
+import os
 import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 
 class PageLocks:
@@ -29,3 +33,50 @@ class PageLocks:
         finally:
             for lock in reversed(taken):
                 lock.release()
+
+
+# -- the vault's write lock ----------------------------------------------------------------
+
+_THREAD_LOCKS: dict[str, threading.RLock] = {}
+_THREAD_LOCKS_GUARD = threading.Lock()
+# Vault roots whose flock this process holds, with the nesting depth (only read and written
+# by the thread holding that vault's RLock).
+_HELD: dict[str, int] = {}
+
+
+def _thread_lock(root: str) -> threading.RLock:
+    with _THREAD_LOCKS_GUARD:
+        return _THREAD_LOCKS.setdefault(root, threading.RLock())
+
+
+@contextmanager
+def vault_write_lock(state_dir: Path) -> Iterator[None]:
+    """One operation at a time applies its changes and commits: threads and processes alike.
+
+    Held around "write pages → rebuild index.md / log.md → commit" by the ingest workers,
+    review approvals, consolidation, and the one-shot commands (revert, retract, ask --save),
+    so a command can run beside the daemon instead of racing it. Re-entrant within a thread.
+    The kernel drops the flock when a process dies, so a crash never leaves it held.
+    """
+    key = str(state_dir)
+    with _thread_lock(key):
+        depth = _HELD.get(key, 0)
+        if depth:
+            # Re-entered by the thread that holds it: a second flock on a new descriptor
+            # would wait for ourselves.
+            _HELD[key] = depth + 1
+            try:
+                yield
+            finally:
+                _HELD[key] = depth
+            return
+        state_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(state_dir / "write.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            _HELD[key] = 1
+            yield
+        finally:
+            _HELD.pop(key, None)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)

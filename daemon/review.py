@@ -79,13 +79,6 @@ CREATE TABLE IF NOT EXISTS review_items (
     updated_at REAL NOT NULL
 );
 """
-_THREAD_LOCKS: dict[str, threading.RLock] = {}
-_THREAD_LOCKS_GUARD = threading.Lock()
-# Vault roots whose REVIEW.md flock this process holds, with the nesting depth (only read
-# and written by the thread holding that vault's RLock).
-_HELD: dict[str, int] = {}
-
-
 @dataclass(frozen=True)
 class Proposal:
     id: str
@@ -262,36 +255,13 @@ def suppressed_ids(vault: Vault) -> set[str]:
 
 # -- editing REVIEW.md safely ---------------------------------------------------------------------
 
-def _thread_lock(vault: Vault) -> threading.RLock:
-    with _THREAD_LOCKS_GUARD:
-        return _THREAD_LOCKS.setdefault(str(vault.root), threading.RLock())
+def _thread_lock(vault: Vault) -> contextlib.AbstractContextManager[None]:
+    return vault_write_lock(vault.state)
 
 
-@contextlib.contextmanager
-def review_lock(vault: Vault) -> Iterator[None]:
-    """One writer of REVIEW.md at a time: threads of this process and other processes."""
-    with _thread_lock(vault):
-        key = str(vault.root)
-        depth = _HELD.get(key, 0)
-        if depth:
-            # Re-entered by the thread that holds it: a second flock on a new descriptor
-            # would wait for ourselves.
-            _HELD[key] = depth + 1
-            try:
-                yield
-            finally:
-                _HELD[key] = depth
-            return
-        vault.state.mkdir(parents=True, exist_ok=True)
-        fd = os.open(vault.state / "review.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            _HELD[key] = 1
-            yield
-        finally:
-            _HELD.pop(key, None)
-            fcntl.flock(fd, fcntl.LOCK_UN)
-            os.close(fd)
+def review_lock(vault: Vault) -> contextlib.AbstractContextManager[None]:
+    """One writer of REVIEW.md (and of pages and commits) at a time: the vault's write lock."""
+    return vault_write_lock(vault.state)
 
 
 def _read(path: Path) -> str | None:
