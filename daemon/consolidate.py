@@ -43,6 +43,7 @@ from .errors import ConsolidationBusy, LLMError
 from .fsutil import atomic_write_text, sha256_bytes
 from .history import GitRepo
 from .index import append_log, rebuild_index
+from .locks import vault_write_lock
 from .queue import Ledger
 from .topics import TOPIC_PAGES, ClaimItem, Item, MergeStats, is_topic_page, parse_entries, update_topic_page
 from .vault import Vault
@@ -517,9 +518,12 @@ class Consolidator:
             return RunResult("waiting", f"the model is not available: {exc}")
         self.ledger.clear_notice("consolidation")
         run_id = f"{time.strftime('%Y%m%dT%H%M%S', time.gmtime(started_ms / 1000))}-{uuid.uuid4().hex[:8]}"
-        if self.settings.review:
-            return self._propose(plan, run_id)
-        return self._apply(plan, run_id, started_ms)
+        # The model call above runs unlocked; writing and committing wait for the vault's write
+        # lock, so an ingest or a review approval never interleaves with this run's commit.
+        with vault_write_lock(self.vault.state):
+            if self.settings.review:
+                return self._propose(plan, run_id)
+            return self._apply(plan, run_id, started_ms)
 
     # -- applying with a journal ------------------------------------------------------
 

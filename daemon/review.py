@@ -15,16 +15,14 @@ person dismissed or rejected are also left out of ``wikiwright lint``'s report.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import logging
-import os
 import re
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
@@ -37,6 +35,7 @@ from .fsutil import atomic_write_text
 from .history import GitRepo
 from .index import append_log, rebuild_index
 from .lint import KIND_HEADINGS, LINT_KINDS, Finding, LintReport, finding_id, norm_value, run_lint
+from .locks import vault_write_lock
 from .pages import (
     FrontMatterError,
     Page,

@@ -1,8 +1,8 @@
 """A one-shot writing session for commands that change pages outside an ingest.
 
 ``revert``, ``retract`` and ``ask --save`` change pages and commit, so they follow the same
-rules as the worker: they hold the vault's single-writer lock (a running daemon holds it, so
-they refuse with a clear message instead of racing it), write through :class:`PageWriter`
+rules as the worker: they hold the vault's write lock (the one the daemon's workers take to
+apply and commit, so they run beside a running daemon instead of racing it), write through :class:`PageWriter`
 (compare-and-swap), rebuild index.md, append one log.md entry and make one commit with
 trailers. A person's uncommitted edits to the pages touched are committed first, under the
 person's own name, so the operation's commit holds only the operation's change.
@@ -18,11 +18,11 @@ from datetime import date
 
 from .catalog import Catalog
 from .config import Config
-from .errors import VaultLockedError
 from .history import GitRepo
 from .index import append_log, rebuild_index
+from .locks import vault_write_lock
 from .queue import Ledger
-from .vault import Vault, VaultLock
+from .vault import Vault
 from .writer import PageChange, PageWriter, WriteOutcome
 
 log = logging.getLogger(__name__)
@@ -103,15 +103,13 @@ class Session:
 
 @contextmanager
 def writing_session(config: Config, vault: Vault, purpose: str) -> Iterator[Session]:
-    """Hold the writer lock and open the ledger, catalogue and repository for one operation."""
-    lock = VaultLock(vault, purpose)
-    holder = lock.holder()
-    if holder is not None:
-        raise VaultLockedError(
-            f"`wikiwright {purpose}` changes pages, and the vault is in use by {holder}; stop the "
-            "daemon (Ctrl-C, or `systemctl --user stop wikiwright`), run this again, then restart it"
-        )
-    with lock:
+    """Hold the vault's write lock and open the ledger, catalogue and repository.
+
+    The lock is the one the daemon's workers take around writing and committing, so the
+    operation runs beside a running daemon: its ingests wait for this commit, then go on.
+    """
+    log.debug("%s: waiting for the vault's write lock", purpose)
+    with vault_write_lock(vault.state):
         ledger = Ledger(vault.db_path)
         catalog = Catalog(vault)
         try:

@@ -35,7 +35,7 @@ from .extract import SourceText
 from .history import GitRepo
 from .index import append_log, rebuild_index
 from .ingest import IngestPlan, OfflinePlanner, prepare
-from .locks import PageLocks
+from .locks import PageLocks, vault_write_lock
 from .queue import FileRecord, Ledger
 from .selffeed import SELF_FEEDING_RULE, is_own_page
 from .vault import Vault
@@ -85,7 +85,6 @@ class Pipeline:
         self.stop = stop or threading.Event()
         self.clock = clock
         self.page_locks = PageLocks()
-        self.commit_lock = threading.Lock()
         # Seconds a job waits before the next try (instance knobs so tests can shorten them).
         self.retry_git_seconds = RETRY_GIT
         self.retry_not_ready_seconds = RETRY_NOT_READY
@@ -172,7 +171,7 @@ class Pipeline:
 
     def _commit(self, plan: IngestPlan, outcome: WriteOutcome) -> str | None:
         record = plan.record
-        with self.commit_lock:
+        with vault_write_lock(self.vault.state):
             self.catalog.refresh([*plan.pages])
             rebuild_index(self.vault, self.catalog)
             marker = f"sha256 {record.sha256[:16]}"

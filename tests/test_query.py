@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import time
 from datetime import date
 from typing import Any
 
 from wikiwright.config import Config
+from wikiwright.locks import vault_write_lock
 from wikiwright.pages import get_section, parse_claims, parse_page
 from wikiwright.query import ask, describe_claim, gather_context, save_answer, search
 from wikiwright.session import writing_session
 
 from tests.conftest import Services
 from tests.handmade_story import build_story
-from tests.helpers import cli, git
+from tests.helpers import cli, daemon_log, git, start_daemon, wait_for
 from tests.llm_server import ScriptedServer
 
 FIFTY = "50 requests per second per client"
@@ -154,10 +158,29 @@ def test_ask_save_files_a_linked_answer_page_in_one_commit(services: Services) -
     assert "what-is-the-billing-api-rate-limit" in (services.vault.wiki / "index.md").read_text()
 
 
-def test_ask_save_refuses_while_the_daemon_holds_the_vault(services: Services) -> None:
-    from wikiwright.vault import VaultLock
-
-    build_story(services, upto=1)
-    with VaultLock(services.vault, "run"):
-        out = cli("ask", "rate", "limit", "--save", "--vault", str(services.vault.root))
-    assert out.returncode == 3 and "stop the daemon" in out.stderr
+def test_a_writing_command_runs_beside_the_daemon_and_waits_for_its_write_lock(services: Services) -> None:
+    """retract (like revert and ask --save) needs no daemon stop: it takes the vault's write lock."""
+    build_story(services)
+    root = services.vault.root
+    services.ledger.close()
+    services.catalog.close()
+    daemon = start_daemon(root)
+    try:
+        wait_for(lambda: (services.vault.state / "heartbeat.json").exists(), what="the daemon's heartbeat")
+        with vault_write_lock(services.vault.state):
+            retract = subprocess.Popen(
+                [sys.executable, "-m", "wikiwright", "retract", "raw/draft-faq.md", "--vault", str(root)],
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            )
+            time.sleep(1.5)
+            assert retract.poll() is None, "the command must wait while another writer holds the lock"
+        out, err = retract.communicate(timeout=60)
+        assert retract.returncode == 0, out + err
+        assert "Wikiwright-Operation: retract" in git(root, "log", "-1", "--format=%B")
+        # The daemon goes on ingesting afterwards.
+        (services.vault.raw / "after.md").write_text("# After\n\nA note dropped after the retraction.\n")
+        wait_for(lambda: "ingest: After" in git(root, "log", "-1", "--format=%s"), what="the next ingest")
+    finally:
+        daemon.terminate()
+        assert daemon.wait(timeout=30) == 0, daemon_log(daemon)
+    assert git(root, "status", "--porcelain", "--", "wiki").strip() == ""
