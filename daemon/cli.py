@@ -317,7 +317,6 @@ def _drain_with_progress(pipeline: Any, ledger: Any, rels: list[str]) -> int:
     return 1 if bad else 0
 
 
-# Other rooms' command handlers go below, each at its own anchor (thin: parse, call the core, print).
 @command("lint")
 def cmd_lint(args: argparse.Namespace) -> int:
     import sqlite3
@@ -352,8 +351,6 @@ def cmd_lint(args: argparse.Namespace) -> int:
     return 1 if report.findings else 0
 
 
-# [handlers: lint/review]
-# [handlers: daily-log/consolidation]
 @command("log")
 def cmd_log(args: argparse.Namespace) -> int:
     from .dailylog import append_session
@@ -463,7 +460,6 @@ def cmd_schema(args: argparse.Namespace) -> int:
     return 0
 
 
-# [handlers: model]
 @command("search")
 def cmd_search(args: argparse.Namespace) -> int:
     from .catalog import Catalog
@@ -649,7 +645,6 @@ def cmd_retract(args: argparse.Namespace) -> int:
     return 0
 
 
-# [handlers: search/history]
 @command("service")
 def cmd_service(args: argparse.Namespace) -> int:
     import subprocess
@@ -694,7 +689,6 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
-# [handlers: service/doctor]
 
 
 # -- parser ---------------------------------------------------------------------------------
@@ -731,12 +725,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("ingest", "ingest files now, without the daemon (files outside raw/ are copied in)")
     p.add_argument("files", nargs="+", metavar="FILE")
 
-    # Other rooms' commands are added below, each at its own anchor.
     p = add("lint", "check the whole wiki: links, orphans, claims, index, front matter (exit 1 on findings)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--review", action="store_true", help="also add new findings to REVIEW.md (and commit it)")
     p.add_argument("--all", action="store_true", help="include findings rejected or dismissed in REVIEW.md")
-    # [anchor: lint/review commands]
     p = add("log", "append a session block to today's daily log (logs/YYYY-MM-DD.md); secrets are redacted")
     p.add_argument("text", nargs="+", metavar="TEXT", help="what happened; - reads it from stdin")
     p.add_argument("--section", metavar="S", help="put it under this section (What Changed, What Worked, "
@@ -753,9 +745,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="skip the time and session gates (never the lock)")
     p.add_argument("--dry-run", action="store_true", help="print the logs it would read and the prompt; write nothing")
     p.add_argument("--json", action="store_true", help="machine-readable output")
-    # [anchor: daily-log/consolidation commands]
     add("schema", "print the JSON schemas of the model's replies (the operations contract)", vault=False)
-    # [anchor: model commands]
     p = add("search", "full-text search over the pages, with the matching line of each")
     p.add_argument("query", help="words to look for")
     p.add_argument("--limit", type=int, default=10, metavar="N", help="at most N pages (default 10)")
@@ -784,7 +774,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("source", metavar="SOURCE", help="the source's path in raw/, or its src- page name")
     p.add_argument("--reason", metavar="TEXT", help="why, shown on the source page")
 
-    # [anchor: search/history commands]
     p = add("service", "install, remove or inspect the background service (systemd user unit / launchd agent)")
     p.add_argument("action", choices=("install", "uninstall", "status", "logs", "print"),
                    help="install: write the unit and start it (idempotent); print: show the file only")
@@ -797,7 +786,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--no-repair", action="store_true", help="only report; change nothing")
 
-    # [anchor: service/doctor commands]
     return parser
 
 

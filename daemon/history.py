@@ -132,6 +132,20 @@ class GitRepo:
             return "HEAD is detached in the vault's git repository; check out a branch to resume commits"
         return None
 
+    def commit_person_edits(self, paths: Sequence[str]) -> str | None:
+        """Commit a person's uncommitted edits to ``paths`` under their own git identity.
+
+        Called before the daemon changes those pages, so history shows who wrote what. Only
+        paths git sees as changed are committed; the person's other work is not touched.
+        """
+        changed = [p for p in paths if not self.is_tracked_clean(p)]
+        if not changed:
+            return None
+        return self.commit_paths(
+            changed, "edit: your changes to " + ", ".join(changed),
+            {"Wikiwright-Operation": "user-edit"}, author=self.user_identity(),
+        )
+
     def user_identity(self) -> tuple[str, str]:
         """The person's own git identity (for committing their edits as theirs)."""
         values = []

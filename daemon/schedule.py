@@ -21,5 +21,4 @@ def periodic_jobs(config: Config, vault: Vault) -> list[PeriodicJob]:
 
     jobs.append(PeriodicJob("consolidation", config.consolidation.check_interval_minutes * 60,
                             lambda: scheduled_tick(config, vault)))
-    # [anchor: periodic jobs]
     return jobs

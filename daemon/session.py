@@ -38,7 +38,7 @@ class Session:
     writer: PageWriter = field(init=False)
 
     def __post_init__(self) -> None:
-        self.writer = PageWriter(self.vault, self.ledger, self.repo, commit_user_edits=self.commit_user_edits)
+        self.writer = PageWriter(self.vault, self.ledger, self.repo)
 
     def read(self, page: str) -> str | None:
         try:
@@ -46,18 +46,9 @@ class Session:
         except FileNotFoundError:
             return None
 
-    def commit_user_edits(self, paths: list[str]) -> None:
-        """Commit a person's uncommitted edits to ``paths`` under their own git identity."""
-        changed = [p for p in paths if not self.repo.is_tracked_clean(p)]
-        if changed:
-            self.repo.commit_paths(
-                changed, "edit: your changes to " + ", ".join(changed),
-                {"Wikiwright-Operation": "user-edit"}, author=self.repo.user_identity(),
-            )
-
     def settle_pages(self, pages: list[str]) -> None:
         """Before reading pages to change them: their uncommitted edits become the person's commit."""
-        self.commit_user_edits([f"wiki/{page}.md" for page in pages])
+        self.repo.commit_person_edits([f"wiki/{page}.md" for page in pages])
 
     def write(self, changes: list[PageChange]) -> WriteOutcome:
         return self.writer.write(changes)

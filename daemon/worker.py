@@ -91,7 +91,7 @@ class Pipeline:
         self.retry_io_seconds = RETRY_IO
         self._unreleased: list[tuple[FileRecord, str]] = []
         self._unreleased_lock = threading.Lock()
-        self.writer = PageWriter(vault, ledger, repo, commit_user_edits=self._commit_user_edits)
+        self.writer = PageWriter(vault, ledger, repo)
 
     # -- one job ---------------------------------------------------------------------
 
@@ -222,16 +222,6 @@ class Pipeline:
         if marker in tail:
             return  # a retry after a paused commit: the entry is already there
         append_log(self.vault, "ingest", title, details, self.clock())
-
-    def _commit_user_edits(self, paths: list[str]) -> None:
-        """Commit a person's uncommitted page edits under their own git identity."""
-        # Only paths git considers changed are committed; the person's other work is not touched.
-        changed = [p for p in paths if not self.repo.is_tracked_clean(p)]
-        if changed:
-            self.repo.commit_paths(
-                changed, "edit: your changes to " + ", ".join(changed),
-                {"Wikiwright-Operation": "user-edit"}, author=self.repo.user_identity(),
-            )
 
     # -- draining --------------------------------------------------------------------
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .fsutil import atomic_write_text
@@ -57,12 +56,10 @@ class PageWriter:
         vault: Vault,
         ledger: Ledger,
         repo: GitRepo,
-        commit_user_edits: Callable[[list[str]], None] | None = None,
     ) -> None:
         self.vault = vault
         self.ledger = ledger
         self.repo = repo
-        self.commit_user_edits = commit_user_edits
 
     def _read(self, page: str) -> str | None:
         path = self.vault.wiki_path(f"{page}.md")
@@ -99,9 +96,9 @@ class PageWriter:
                 (disk != base and base is not None) or self._not_ours(change.page, disk)
             ):
                 person_edited.append(change.page)
-        if person_edited and self.commit_user_edits:
+        if person_edited:
             # History should show who wrote what: the person's edits get their own commit first.
-            self.commit_user_edits([f"wiki/{page}.md" for page in person_edited])
+            self.repo.commit_person_edits([f"wiki/{page}.md" for page in person_edited])
         for change, disk, base in plans:
             path = targets[change.page]
             if disk == change.text:
