@@ -151,8 +151,9 @@ def run_prose_check(config: Config, texts: Mapping[str, str], client: JsonClient
             result.shards_skipped = sum(1 for s in shards[index:] if len(s) >= 2)
             log.info("prose check: token budget spent; %d shard(s) wait for the next run", result.shards_skipped)
             break
+        # Small bounded shards: the cheaper route_model when one is configured.
         reply, usage = client.complete_json(purpose="lint-prose", system=SYSTEM, user=user, schema=SCHEMA,
-                                            max_tokens=reply_tokens)
+                                            model=config.llm.route_model or None, max_tokens=reply_tokens)
         used = int(getattr(usage, "tokens_in", 0)) + int(getattr(usage, "tokens_out", 0))
         result.tokens_used += used or estimate
         result.shards_checked += 1

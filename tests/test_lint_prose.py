@@ -1,6 +1,13 @@
 from __future__ import annotations
 
-from wikiwright.prose_check import KIND, make_shards, prose_of, verify
+import dataclasses
+
+from wikiwright.config import Config
+from wikiwright.llm import LLMClient
+from wikiwright.prose_check import KIND, make_shards, prose_of, run_prose_check, verify
+from wikiwright.vault import Vault
+
+from tests.llm_server import ScriptedServer
 
 TEXTS = {
     "faq": "# FAQ\n\nExports are kept for seven days after they finish.\nSee [[retention]].\n",
@@ -34,3 +41,24 @@ def test_shards_keep_linked_pages_together_and_skip_claims() -> None:
     assert ["faq", "retention"] in shards and ["other"] in shards
     body = "Prose.\n\n## Claims\n- `a.b`: 1 (as of 2026-01-01, [[src-x]])\n\n## Notes\nMore.\n"
     assert "a.b" not in prose_of(body) and "More." in prose_of(body)
+
+
+def test_prose_check_through_the_scripted_model_keeps_only_verbatim_findings_and_uses_route_model(
+    config: Config, vault: Vault,
+) -> None:
+    """The real LLMClient, litellm's HTTP path and the scripted server; the cheaper route model is used."""
+    reply = {"contradictions": [
+        {"page_a": "faq", "quote_a": "Exports are kept for seven days after they finish.",
+         "page_b": "retention", "quote_b": "Standard exports are kept for thirty days.", "why": "7 vs 30"},
+        {"page_a": "faq", "quote_a": "Exports last a week.", "page_b": "retention",
+         "quote_b": "Standard exports are kept for thirty days.", "why": "paraphrase"},
+    ]}
+    with ScriptedServer([reply]) as server:
+        configured = server.config(config, route_model="openai/cheap-router")
+        configured = configured.replace(lint=dataclasses.replace(configured.lint, prose_check=True))
+        client = LLMClient(configured, vault)
+        result = run_prose_check(configured, TEXTS, client)
+    assert [f.pages for f in result.findings] == [("faq", "retention")]
+    assert result.dropped == 1 and result.shards_checked == 1
+    assert [r["model"] for r in server.requests] == ["cheap-router"]
+    assert "seven days" in server.requests[0]["messages"][-1]["content"]
