@@ -37,6 +37,7 @@ from .index import append_log, rebuild_index
 from .lint import KIND_HEADINGS, LINT_KINDS, Finding, LintReport, finding_id, norm_value, run_lint
 from .locks import vault_write_lock
 from .pages import (
+    WIKILINK_RE,
     FrontMatterError,
     Page,
     get_section,
@@ -261,6 +262,20 @@ def _thread_lock(vault: Vault) -> contextlib.AbstractContextManager[None]:
 def review_lock(vault: Vault) -> contextlib.AbstractContextManager[None]:
     """One writer of REVIEW.md (and of pages and commits) at a time: the vault's write lock."""
     return vault_write_lock(vault.state)
+
+
+def retarget_links(text: str, target: str, page: str) -> str:
+    """Point every ``[[target…]]`` in ``text`` at ``page``, keeping what the link displays."""
+    key = link_key(target)
+
+    def repoint(match: re.Match[str]) -> str:
+        embed, name, heading, label = match.group(1), match.group(2), match.group(3) or "", match.group(4)
+        if link_key(name.strip().removesuffix(".md")) != key:
+            return match.group(0)
+        shown = label if label is not None else name.strip() + (heading if heading else "")
+        return f"{embed}[[{page}{heading}|{shown}]]"
+
+    return WIKILINK_RE.sub(repoint, text)
 
 
 def _read(path: Path) -> str | None:
@@ -617,11 +632,22 @@ class ReviewQueue:
                 return [f"wiki/{existing}.md", "wiki/index.md"]  # ours, from an earlier try
             raise FixNotApplicable(f"[[{target}]] has a page now ([[{existing.rsplit('/', 1)[-1]}]])")
         name = unique_name(slugify(target), [e.stem for e in entries])
-        linked = ", ".join(f"[[{str(n).rsplit('/', 1)[-1]}]]" for n in fix.get("linked_from", []))
+        linkers = [str(n) for n in fix.get("linked_from", [])]
+        linked = ", ".join(f"[[{n.rsplit('/', 1)[-1]}]]" for n in linkers)
         meta = {"type": "stub", "title": target, "summary": "", "sources": [], "updated": date.today(),
-                "tags": ["stub"], "aliases": []}
+                "tags": ["stub"], "aliases": [target] if target != name else []}
         body = f"# {target}\n\nA stub: linked from {linked or 'other pages'}, nothing written about it yet.\n"
-        return self._write([PageChange(name, render_page(Page(meta, body)), None, "stub for a missing page")])
+        changes = [PageChange(name, render_page(Page(meta, body)), None, "stub for a missing page")]
+        if link_key(target) != link_key(name):
+            # Obsidian resolves [[X]] by file name only: point the links at the stub's file,
+            # keeping the text people read ([[dana-whitfield|Dana Whitfield]]).
+            for linker in linkers:
+                with contextlib.suppress(FixNotApplicable):
+                    before = self._page_text(linker)
+                    after = retarget_links(before, target, name)
+                    if after != before:
+                        changes.append(PageChange(linker, after, before, f"links to [[{name}]]"))
+        return self._write(changes)
 
     def _link_from_overview(self, page: str) -> list[str]:
         self._page_text(page)  # still there?

@@ -111,6 +111,9 @@ def test_running_daemon_applies_ticks_rejections_and_keeps_free_text(
         guide = (vault.wiki / "client-guide.md").read_text()
         assert "~~ superseded by [[src-inc-482]]" in guide
         assert "title: Dana Whitfield" in (vault.wiki / "dana-whitfield.md").read_text()
+        # Obsidian resolves links by file name: the link now points at the stub, reading the same.
+        retention = (vault.wiki / "export-retention.md").read_text()
+        assert "by [[dana-whitfield|Dana Whitfield]];" in retention and "[[Dana Whitfield]]" not in retention
         assert "retired-page" not in (vault.wiki / "index.md").read_text()
         log_md = (vault.wiki / "log.md").read_text()
         assert log_md.count("review | rejected:") == 2
@@ -130,3 +133,14 @@ def test_running_daemon_applies_ticks_rejections_and_keeps_free_text(
         proc.terminate()
         proc.wait(timeout=30)
     assert git(vault.root, "status", "--porcelain", "--", "wiki", "REVIEW.md").strip() == ""
+
+
+def test_retarget_links_keeps_what_each_link_displays() -> None:
+    from wikiwright.review import retarget_links
+
+    text = ("See [[Dana Whitfield]], [[dana whitfield|Dana]], [[Dana Whitfield#Role]], ![[Dana Whitfield]] "
+            "and [[Dana Whitfields]].\n")
+    assert retarget_links(text, "Dana Whitfield", "dana-whitfield") == (
+        "See [[dana-whitfield|Dana Whitfield]], [[dana-whitfield|Dana]], "
+        "[[dana-whitfield#Role|Dana Whitfield#Role]], ![[dana-whitfield|Dana Whitfield]] and [[Dana Whitfields]].\n"
+    )
