@@ -5,9 +5,10 @@ keeps git's own semantics (attributes, filters, locks). We never use GitPython's
 object model in the long-running daemon: it keeps ``cat-file`` helper processes alive and
 leaks (see shared/reference/deps.md §4).
 
-Rules kept here: commits name their paths (``git commit --only -- PATHS``), so whatever the
-user has staged stays staged and uncommitted; no checkout, reset, stash, clean or pull ever
-runs; while a merge, rebase or cherry-pick is in progress, or HEAD is detached, commits
+Rules kept here: a commit holds exactly its paths on top of HEAD (built in a private index,
+see :meth:`GitRepo._commit_private`), so whatever the user has staged stays staged and
+uncommitted; HEAD moves by compare-and-swap, never over a commit of theirs; no checkout,
+reset, stash, clean or pull ever runs; while a merge, rebase or cherry-pick is in progress, or HEAD is detached, commits
 pause with a reason; a held ``index.lock`` is retried with backoff, then reported.
 """
 
@@ -30,6 +31,10 @@ from .errors import CommitPaused, WikiwrightError
 log = logging.getLogger(__name__)
 
 _LOCK_MARKERS = ("index.lock", "File exists", "Unable to create", "another git process")
+
+
+class _HeadMoved(Exception):
+    """HEAD changed between reading it and moving it (the person committed): try again."""
 
 
 def git_blob_id(data: bytes) -> str:
@@ -79,6 +84,13 @@ class GitRepo:
             "GIT_TERMINAL_PROMPT": "0",
         }
         self._git = git.Git(str(root))
+        # The private index the daemon commits from, and a marker naming the HEAD and tree it
+        # reflects (absent while an operation is half staged). Every commit runs under the
+        # vault's write lock, so one marker serves every process and thread.
+        self.private_index = root / ".wikiwright" / "git-index"
+        self.private_marker = root / ".wikiwright" / "git-index.head"
+        # A new object (a restart, perhaps after a power cut) rebuilds the index once.
+        self._synced_once = False
 
     def run(self, *args: str, env: Mapping[str, str] | None = None, strip: bool = True) -> str:
         full_env = {**self._env, **(env or {})}
@@ -182,33 +194,107 @@ class GitRepo:
         message_file = self.root / ".wikiwright" / f"commit-msg-{os.getpid()}-{random.randrange(1 << 30)}"
         message_file.parent.mkdir(parents=True, exist_ok=True)
         message_file.write_text(format_message(subject, trailers, body), encoding="utf-8")
+        unique = sorted(set(paths))
         try:
-            unique = sorted(set(paths))
-            self._with_lock_retry(lambda: self.run("add", "-A", "--", *unique))
-            crash_point("before-commit")
-            try:
-                self._with_lock_retry(
-                    lambda: self.run(
-                        "commit", "-q", "--no-verify", "--only", "-F", str(message_file), "--", *unique,
-                        env=env,
-                    )
-                )
-            except CommitPaused:
-                raise
-            except WikiwrightError:
-                # `git commit` refuses when none of the paths changed. Asking why only after a
-                # refusal keeps the usual case at two git processes, like a bare add + commit.
-                if self.head() is None:
-                    raise
-                staged = self.run("diff", "--cached", "--name-only", "--no-renames", "--", *unique)
-                if staged.strip():
-                    raise
-                return None
-            sha = self._head_from_files() or self.head()
-            crash_point("after-commit")
-            return sha
+            head = self._head_from_files() or self.head()
+            if head is None:
+                return self._commit_only(unique, message_file, env)  # the first commit of a repository
+            for _attempt in range(5):
+                try:
+                    return self._commit_private(unique, message_file, env, head)
+                except _HeadMoved:
+                    head = self._head_from_files() or self.head()
+                    if head is None:
+                        break
+            raise CommitPaused("HEAD kept moving while committing (another git process is committing)")
         finally:
             message_file.unlink(missing_ok=True)
+
+    def _commit_private(
+        self, paths: list[str], message_file: Path, env: Mapping[str, str] | None, head: str
+    ) -> str | None:
+        """Commit HEAD's tree plus ``paths`` built in a private index, then sync the person's index.
+
+        The private index (``.wikiwright/git-index``) never holds the person's staged work, so
+        nothing they staged is swept in; ``update-ref`` with the old value is a compare-and-swap
+        on HEAD, so a commit the person made meanwhile is never overwritten. Five small git
+        processes, but unlike ``git commit --only`` none rebuilds an index from HEAD, which is
+        what costs in a wiki of thousands of pages.
+        """
+        private = {"GIT_INDEX_FILE": str(self.private_index)}
+        # The person's git is mid-operation (a `git commit` waiting for its message holds
+        # index.lock): moving HEAD now would make their commit fail. Wait for it.
+        self._with_lock_retry(self._refuse_while_index_locked)
+        synced = self._read_marker() if self._synced_once else None
+        if synced is None or synced[0] != head:
+            # First commit of this object, an interrupted one, or the person committed: start
+            # from HEAD's tree.
+            self._with_lock_retry(lambda: self.run("read-tree", head, env=private))
+            synced = (head, self.run("rev-parse", f"{head}^{{tree}}"))
+            self._synced_once = True
+        # From here until HEAD moves, the private index may differ from HEAD: no marker.
+        self.private_marker.unlink(missing_ok=True)
+        self._with_lock_retry(lambda: self.run("add", "-A", "--", *paths, env=private))
+        tree = self.run("write-tree", env=private)
+        if tree == synced[1]:
+            self._write_marker(head, tree)
+            self._sync_person_index(paths)
+            return None  # none of the paths changed
+        crash_point("before-commit")
+        commit = self.run("commit-tree", tree, "-p", head, "-F", str(message_file), env=env)
+        subject = message_file.read_text(encoding="utf-8").split("\n", 1)[0]
+        try:
+            self.run("update-ref", "-m", f"commit: {subject}", "HEAD", commit, head)
+        except git.GitCommandError as exc:
+            raise _HeadMoved() from exc
+        self._write_marker(commit, tree)
+        crash_point("after-commit")
+        self._sync_person_index(paths)
+        return commit
+
+    def _refuse_while_index_locked(self) -> str:
+        if (self.git_dir / "index.lock").exists():
+            raise git.GitCommandError(["git", "commit"], 128, "fatal: Unable to create index.lock: File exists")
+        return ""
+
+    def _read_marker(self) -> tuple[str, str] | None:
+        try:
+            head, tree = self.private_marker.read_text(encoding="ascii").split()
+        except (OSError, ValueError):
+            return None
+        return head, tree
+
+    def _write_marker(self, head: str, tree: str) -> None:
+        self.private_marker.write_text(f"{head} {tree}\n", encoding="ascii")
+
+    def _sync_person_index(self, paths: list[str]) -> None:
+        """Stage the committed paths in the person's index, so `git status` shows them clean."""
+        try:
+            self._with_lock_retry(lambda: self.run("add", "-A", "--", *paths))
+        except (CommitPaused, WikiwrightError) as exc:
+            # The commit stands; the next commit of these paths (or `git add`) settles the index.
+            log.warning("committed, but could not update the git index for %s: %s", ", ".join(paths), exc)
+
+    def _commit_only(self, unique: list[str], message_file: Path, env: Mapping[str, str] | None) -> str | None:
+        """`git commit --only -- PATHS`: for a repository with no commit yet."""
+        self._with_lock_retry(lambda: self.run("add", "-A", "--", *unique))
+        crash_point("before-commit")
+        try:
+            self._with_lock_retry(
+                lambda: self.run(
+                    "commit", "-q", "--no-verify", "--only", "-F", str(message_file), "--", *unique, env=env,
+                )
+            )
+        except CommitPaused:
+            raise
+        except WikiwrightError:
+            staged = self.run("diff", "--cached", "--name-only", "--no-renames", "--", *unique)
+            if staged.strip():
+                raise
+            return None
+        sha = self._head_from_files() or self.head()
+        crash_point("after-commit")
+        return sha
 
     def _with_lock_retry(self, action: Callable[[], str]) -> str:
         deadline = time.monotonic() + self.lock_retry_seconds

@@ -1,0 +1,105 @@
+"""How the daemon commits: exactly its paths on top of HEAD, never the person's staged work,
+never over a commit the person made meanwhile, never left over from an interrupted commit."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+
+from wikiwright.history import GitRepo
+from wikiwright.vault import Vault
+
+from tests.helpers import git
+
+
+def _page(vault: Vault, name: str, text: str) -> str:
+    (vault.wiki / f"{name}.md").write_text(text)
+    return f"wiki/{name}.md"
+
+
+def _person_commits(root: Path, name: str) -> str:
+    (root / name).write_text(f"written by a person: {name}\n")
+    git(root, "add", name)
+    git(root, "commit", "-q", "-m", f"person: {name}")
+    return git(root, "rev-parse", "HEAD").strip()
+
+
+def _files(root: Path, rev: str) -> list[str]:
+    return git(root, "show", "--format=", "--name-only", rev).split()
+
+
+def test_a_commit_holds_its_paths_on_top_of_the_persons_latest_commit(vault: Vault) -> None:
+    repo = GitRepo(vault.root)
+    first = repo.commit_paths([_page(vault, "a", "# A\n")], "ingest: a", {"Wikiwright-Operation": "ingest"})
+    person = _person_commits(vault.root, "notes.txt")
+    second = repo.commit_paths([_page(vault, "b", "# B\n")], "ingest: b", {"Wikiwright-Operation": "ingest"})
+    assert first and second
+    assert git(vault.root, "rev-parse", f"{second}^").strip() == person
+    assert _files(vault.root, second) == ["wiki/b.md"]
+    assert "notes.txt" in git(vault.root, "ls-tree", "--name-only", second)
+    assert git(vault.root, "status", "--porcelain", "--", "wiki").strip() == ""
+    assert "Wikiwright-Operation: ingest" in git(vault.root, "log", "-1", "--format=%B")
+
+
+def test_the_persons_staged_work_stays_staged_and_out_of_our_commits(vault: Vault) -> None:
+    repo = GitRepo(vault.root)
+    repo.commit_paths([_page(vault, "a", "# A\n")], "ingest: a", {})
+    (vault.root / "draft.md").write_text("my staged draft\n")
+    _page(vault, "a", "# A\n\nA person's staged change.\n")
+    git(vault.root, "add", "draft.md", "wiki/a.md")
+    sha = repo.commit_paths([_page(vault, "b", "# B\n")], "ingest: b", {})
+    assert _files(vault.root, str(sha)) == ["wiki/b.md"]
+    assert sorted(git(vault.root, "diff", "--cached", "--name-only").split()) == ["draft.md", "wiki/a.md"]
+
+
+def test_an_interrupted_commit_leaves_nothing_behind_for_the_next_one(vault: Vault) -> None:
+    repo = GitRepo(vault.root)
+    repo.commit_paths([_page(vault, "a", "# A\n")], "ingest: a", {})
+    # A process died after staging in the private index, before moving HEAD: the marker is
+    # gone and the private index holds a page nobody committed.
+    stray = _page(vault, "stray", "# Half an operation\n")
+    repo.private_marker.unlink()
+    subprocess.run(["git", "-C", str(vault.root), "add", stray], check=True,
+                   env={**os.environ, "GIT_INDEX_FILE": str(repo.private_index)})
+    for committer in (repo, GitRepo(vault.root)):  # the same object, and a fresh one (a restart)
+        sha = committer.commit_paths([_page(vault, "b", f"# B {id(committer)}\n")], "ingest: b", {})
+        assert "wiki/stray.md" not in git(vault.root, "ls-tree", "-r", "--name-only", str(sha))
+        repo.private_marker.unlink()
+        subprocess.run(["git", "-C", str(vault.root), "add", stray], check=True,
+                       env={**os.environ, "GIT_INDEX_FILE": str(repo.private_index)})
+
+
+class _RacingRepo(GitRepo):
+    """Makes a real commit as the person just before our HEAD update: a race on HEAD."""
+
+    raced = False
+
+    def run(self, *args: str, env: Mapping[str, str] | None = None, strip: bool = True) -> str:
+        if args and args[0] == "update-ref" and not self.raced:
+            self.raced = True
+            _person_commits(self.root, "race.txt")
+        return super().run(*args, env=env, strip=strip)
+
+
+def test_head_moving_under_a_commit_is_never_overwritten(vault: Vault) -> None:
+    repo = _RacingRepo(vault.root)
+    repo.commit_paths([_page(vault, "a", "# A\n")], "ingest: a", {})
+    person = git(vault.root, "log", "-1", "--format=%H", "--", "race.txt").strip()
+    head = git(vault.root, "rev-parse", "HEAD").strip()
+    assert repo.raced and person and head != person
+    assert git(vault.root, "rev-parse", "HEAD^").strip() == person  # ours went on top of theirs
+    assert _files(vault.root, head) == ["wiki/a.md"]
+    # The first attempt's commit is left dangling (git gc removes it); nothing is broken.
+    assert "error" not in git(vault.root, "fsck", "--no-progress").lower()
+
+
+def test_a_commit_with_nothing_changed_makes_no_commit(vault: Vault) -> None:
+    repo = GitRepo(vault.root)
+    path = _page(vault, "a", "# A\n")
+    assert repo.commit_paths([path], "ingest: a", {})
+    head = git(vault.root, "rev-parse", "HEAD").strip()
+    assert repo.commit_paths([path], "ingest: a again", {}) is None
+    assert GitRepo(vault.root).commit_paths([path], "ingest: a, fresh object", {}) is None
+    assert git(vault.root, "rev-parse", "HEAD").strip() == head
