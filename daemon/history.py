@@ -5,8 +5,8 @@ keeps git's own semantics (attributes, filters, locks). We never use GitPython's
 object model in the long-running daemon: it keeps ``cat-file`` helper processes alive and
 leaks (see shared/reference/deps.md §4).
 
-Rules kept here: a commit holds exactly its paths on top of HEAD (built in a private index,
-see :meth:`GitRepo._commit_private`), so whatever the user has staged stays staged and
+Rules kept here: a commit holds exactly its paths on top of HEAD (``git commit --only``, or in
+a large wiki a private index, see :meth:`GitRepo._commit_private`), so whatever the user has staged stays staged and
 uncommitted; HEAD moves by compare-and-swap, never over a commit of theirs; no checkout,
 reset, stash, clean or pull ever runs; while a merge, rebase or cherry-pick is in progress, or HEAD is detached, commits
 pause with a reason; a held ``index.lock`` is retried with backoff, then reported.
@@ -30,6 +30,7 @@ from .errors import CommitPaused, WikiwrightError
 
 log = logging.getLogger(__name__)
 
+PRIVATE_INDEX_MIN_BYTES = 200_000
 _LOCK_MARKERS = ("index.lock", "File exists", "Unable to create", "another git process")
 
 
@@ -91,6 +92,8 @@ class GitRepo:
         self.private_marker = root / ".wikiwright" / "git-index.head"
         # A new object (a restart, perhaps after a power cut) rebuilds the index once.
         self._synced_once = False
+        # Past this size of .git/index (about 2,000 pages) commits go through the private index.
+        self.private_index_min_bytes = PRIVATE_INDEX_MIN_BYTES
 
     def run(self, *args: str, env: Mapping[str, str] | None = None, strip: bool = True) -> str:
         full_env = {**self._env, **(env or {})}
@@ -197,8 +200,8 @@ class GitRepo:
         unique = sorted(set(paths))
         try:
             head = self._head_from_files() or self.head()
-            if head is None:
-                return self._commit_only(unique, message_file, env)  # the first commit of a repository
+            if head is None or not self._large_index():
+                return self._commit_only(unique, message_file, env)
             for _attempt in range(5):
                 try:
                     return self._commit_private(unique, message_file, env, head)
@@ -209,6 +212,18 @@ class GitRepo:
             raise CommitPaused("HEAD kept moving while committing (another git process is committing)")
         finally:
             message_file.unlink(missing_ok=True)
+
+    def _large_index(self) -> bool:
+        """Whether the person's index is big enough that ``commit --only`` is the slow way.
+
+        ``git commit --only`` rebuilds a temporary index from HEAD on every commit: cheap in a
+        small wiki (two git processes, as bare git), the main cost in one of thousands of
+        pages. There the private index wins: five small processes, none of which rebuilds.
+        """
+        try:
+            return (self.git_dir / "index").stat().st_size >= self.private_index_min_bytes
+        except OSError:
+            return False
 
     def _commit_private(
         self, paths: list[str], message_file: Path, env: Mapping[str, str] | None, head: str
@@ -276,8 +291,16 @@ class GitRepo:
             log.warning("committed, but could not update the git index for %s: %s", ", ".join(paths), exc)
 
     def _commit_only(self, unique: list[str], message_file: Path, env: Mapping[str, str] | None) -> str | None:
-        """`git commit --only -- PATHS`: for a repository with no commit yet."""
-        self._with_lock_retry(lambda: self.run("add", "-A", "--", *unique))
+        """``git commit --only -- PATHS``: a small wiki, or a repository with no commit yet.
+
+        git builds the commit from HEAD plus exactly these paths (the person's other staged
+        work stays staged) and moves HEAD by compare-and-swap itself. New files are only
+        announced to the index (``add -N``), not staged: a commit the person makes in between
+        cannot sweep our pages into theirs.
+        """
+        present = [path for path in unique if (self.root / path).exists()]
+        if present:
+            self._with_lock_retry(lambda: self.run("add", "-N", "--", *present))
         crash_point("before-commit")
         try:
             self._with_lock_retry(

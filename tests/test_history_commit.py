@@ -8,10 +8,20 @@ import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
+import pytest
 from wikiwright.history import GitRepo
 from wikiwright.vault import Vault
 
 from tests.helpers import git
+
+# Both ways of committing: ``git commit --only`` (small wikis) and the private index (large ones).
+WAYS = pytest.mark.parametrize("private_from", [0, 1 << 40], ids=["private-index", "commit-only"])
+
+
+def _repo(vault: Vault, private_from: int, cls: type[GitRepo] = GitRepo) -> GitRepo:
+    repo = cls(vault.root)
+    repo.private_index_min_bytes = private_from
+    return repo
 
 
 def _page(vault: Vault, name: str, text: str) -> str:
@@ -30,8 +40,9 @@ def _files(root: Path, rev: str) -> list[str]:
     return git(root, "show", "--format=", "--name-only", rev).split()
 
 
-def test_a_commit_holds_its_paths_on_top_of_the_persons_latest_commit(vault: Vault) -> None:
-    repo = GitRepo(vault.root)
+@WAYS
+def test_a_commit_holds_its_paths_on_top_of_the_persons_latest_commit(vault: Vault, private_from: int) -> None:
+    repo = _repo(vault, private_from)
     first = repo.commit_paths([_page(vault, "a", "# A\n")], "ingest: a", {"Wikiwright-Operation": "ingest"})
     person = _person_commits(vault.root, "notes.txt")
     second = repo.commit_paths([_page(vault, "b", "# B\n")], "ingest: b", {"Wikiwright-Operation": "ingest"})
@@ -43,8 +54,9 @@ def test_a_commit_holds_its_paths_on_top_of_the_persons_latest_commit(vault: Vau
     assert "Wikiwright-Operation: ingest" in git(vault.root, "log", "-1", "--format=%B")
 
 
-def test_the_persons_staged_work_stays_staged_and_out_of_our_commits(vault: Vault) -> None:
-    repo = GitRepo(vault.root)
+@WAYS
+def test_the_persons_staged_work_stays_staged_and_out_of_our_commits(vault: Vault, private_from: int) -> None:
+    repo = _repo(vault, private_from)
     repo.commit_paths([_page(vault, "a", "# A\n")], "ingest: a", {})
     (vault.root / "draft.md").write_text("my staged draft\n")
     _page(vault, "a", "# A\n\nA person's staged change.\n")
@@ -55,7 +67,7 @@ def test_the_persons_staged_work_stays_staged_and_out_of_our_commits(vault: Vaul
 
 
 def test_an_interrupted_commit_leaves_nothing_behind_for_the_next_one(vault: Vault) -> None:
-    repo = GitRepo(vault.root)
+    repo = _repo(vault, 0)
     repo.commit_paths([_page(vault, "a", "# A\n")], "ingest: a", {})
     # A process died after staging in the private index, before moving HEAD: the marker is
     # gone and the private index holds a page nobody committed.
@@ -63,7 +75,7 @@ def test_an_interrupted_commit_leaves_nothing_behind_for_the_next_one(vault: Vau
     repo.private_marker.unlink()
     subprocess.run(["git", "-C", str(vault.root), "add", stray], check=True,
                    env={**os.environ, "GIT_INDEX_FILE": str(repo.private_index)})
-    for committer in (repo, GitRepo(vault.root)):  # the same object, and a fresh one (a restart)
+    for committer in (repo, _repo(vault, 0)):  # the same object, and a fresh one (a restart)
         sha = committer.commit_paths([_page(vault, "b", f"# B {id(committer)}\n")], "ingest: b", {})
         assert "wiki/stray.md" not in git(vault.root, "ls-tree", "-r", "--name-only", str(sha))
         repo.private_marker.unlink()
@@ -72,19 +84,21 @@ def test_an_interrupted_commit_leaves_nothing_behind_for_the_next_one(vault: Vau
 
 
 class _RacingRepo(GitRepo):
-    """Makes a real commit as the person just before our HEAD update: a race on HEAD."""
+    """Makes a real commit as the person just before we move HEAD (update-ref on the private
+    index way, `git commit` on the other): HEAD is no longer what our commit was built on."""
 
     raced = False
 
     def run(self, *args: str, env: Mapping[str, str] | None = None, strip: bool = True) -> str:
-        if args and args[0] == "update-ref" and not self.raced:
+        if args and args[0] in ("update-ref", "commit") and not self.raced:
             self.raced = True
             _person_commits(self.root, "race.txt")
         return super().run(*args, env=env, strip=strip)
 
 
-def test_head_moving_under_a_commit_is_never_overwritten(vault: Vault) -> None:
-    repo = _RacingRepo(vault.root)
+@WAYS
+def test_head_moving_under_a_commit_is_never_overwritten(vault: Vault, private_from: int) -> None:
+    repo = _repo(vault, private_from, _RacingRepo)
     repo.commit_paths([_page(vault, "a", "# A\n")], "ingest: a", {})
     person = git(vault.root, "log", "-1", "--format=%H", "--", "race.txt").strip()
     head = git(vault.root, "rev-parse", "HEAD").strip()
@@ -95,11 +109,12 @@ def test_head_moving_under_a_commit_is_never_overwritten(vault: Vault) -> None:
     assert "error" not in git(vault.root, "fsck", "--no-progress").lower()
 
 
-def test_a_commit_with_nothing_changed_makes_no_commit(vault: Vault) -> None:
-    repo = GitRepo(vault.root)
+@WAYS
+def test_a_commit_with_nothing_changed_makes_no_commit(vault: Vault, private_from: int) -> None:
+    repo = _repo(vault, private_from)
     path = _page(vault, "a", "# A\n")
     assert repo.commit_paths([path], "ingest: a", {})
     head = git(vault.root, "rev-parse", "HEAD").strip()
     assert repo.commit_paths([path], "ingest: a again", {}) is None
-    assert GitRepo(vault.root).commit_paths([path], "ingest: a, fresh object", {}) is None
+    assert _repo(vault, private_from).commit_paths([path], "ingest: a, fresh object", {}) is None
     assert git(vault.root, "rev-parse", "HEAD").strip() == head
