@@ -165,6 +165,10 @@ def cmd_status(args: argparse.Namespace) -> int:
         print("\nNot ingested:")
         for row in data["problems"]:
             print(f"  {row['path']}: {row['state']} — {row['reason']}")
+    if data["withdrawn"]:
+        print("\nReverted or retracted:")
+        for row in data["withdrawn"]:
+            print(f"  {row['path']}: {row['state']} (was ingested in {row['commit']}, page [[{row['page']}]])")
     if data["duplicates"]:
         print("\nDuplicates:")
         for row in data["duplicates"][:20]:

@@ -29,6 +29,11 @@ def gather(config: Config, vault: Vault, *, recent: int = 5) -> dict[str, Any]:
             for r in ledger.files("pending") + ledger.files("running")
         ]
         duplicates = [{"path": r.path, "reason": r.reason} for r in ledger.files("duplicate")]
+        # Sources a person took back: `wikiwright revert` / `retract` (their files stay in raw/).
+        withdrawn = [
+            {"path": s.path, "state": s.state, "page": s.page, "commit": s.commit_sha[:10]}
+            for s in ledger.sources() if s.state != "ingested"
+        ]
         notices = [{"key": k, "message": m, "since": s} for k, m, s in ledger.notices()]
     finally:
         ledger.close()
@@ -67,6 +72,7 @@ def gather(config: Config, vault: Vault, *, recent: int = 5) -> dict[str, Any]:
         "pending": pending,
         "problems": problems,
         "duplicates": duplicates,
+        "withdrawn": withdrawn,
         "notices": notices,
         "git_problem": repo.problem(),
         "recent_commits": commits,

@@ -154,6 +154,8 @@ def test_retracting_the_draft_faq_clears_its_conflict_and_lint_comes_back_clean(
     assert git(root, "status", "--porcelain", "--", "wiki").strip() == ""
     record = services.ledger.source(result.source.sha256)
     assert record is not None and record.state == "retracted"
+    shown = cli("status", "--vault", str(root))
+    assert "Reverted or retracted:\n  raw/draft-faq.md: retracted (was ingested in" in shown.stdout, shown.stdout
 
 
 def test_retracting_a_source_that_replaced_a_value_makes_the_old_value_current_again(services: Services) -> None:
