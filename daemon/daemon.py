@@ -216,6 +216,10 @@ class Daemon:
         poll = self.config.watch.poll_interval_seconds
         while not self.stop_requested.is_set():
             self.tracker.check()
+            changed = self.watcher.page_changes.take()
+            if changed:
+                # A person's edit in Obsidian reaches search, routing and linking within a poll.
+                self.catalog.refresh(changed)
             self.health.worker_beats["stability"] = time.time()
             self.stop_requested.wait(poll)
 
@@ -281,6 +285,8 @@ class Daemon:
             "stopped": stopped,
             "started_at": self.health.started_at,
             "watcher_alive": bool(watcher and watcher.alive()),
+            # Searches may trust the catalogue (no stat scan of every page) while this holds.
+            "pages_watched": bool(watcher and watcher.alive() and watcher.watching_pages),
             "last_rescan": self.health.last_rescan,
             "missed_by_watcher": self.health.missed_by_watcher,
             "last_ingest": self.health.last_ingest,

@@ -13,9 +13,11 @@ reported. With no model, ``ask`` shows the best pages and the current claims tha
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import threading
+import time
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -41,10 +43,13 @@ from .pages import (
 )
 from .queue import Ledger
 from .session import Session
-from .vault import Vault
+from .vault import Vault, VaultLock
 from .writer import PageChange
 
 log = logging.getLogger(__name__)
+
+# The daemon writes its heartbeat every 5 s; an older one may belong to a daemon that hung.
+HEARTBEAT_TRUST_SECONDS = 15.0
 
 _WORD_RE = re.compile(r"\w+", re.UNICODE)
 # Words that say nothing about which page is meant; dropped when the query has others.
@@ -186,6 +191,16 @@ def _rerank(score: float, top: float, line: LineMatch | None, terms: list[str], 
     return relevance + bonus
 
 
+def daemon_keeps_catalog_fresh(vault: Vault) -> bool:
+    """True while a running daemon watches wiki/ and re-indexes every page saved (within a poll)."""
+    try:
+        beat = json.loads((vault.state / "heartbeat.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    fresh = time.time() - float(beat.get("time", 0)) < HEARTBEAT_TRUST_SECONDS
+    return bool(fresh and beat.get("pages_watched") and not beat.get("stopped") and VaultLock(vault).holder())
+
+
 def _search_fresh(catalog: Catalog, fts_query: str, pool: int) -> list[SearchHit]:
     """Search as of now: a person may have saved a page a moment ago.
 
@@ -216,7 +231,10 @@ def search(vault: Vault, catalog: Catalog, query: str, limit: int = 10, *, refre
         return []
     # Re-rank a wider pool than asked for: BM25 alone favours short pages that repeat a word.
     fts_query, pool = " ".join(terms), limit * 2 + 10
-    hits = _search_fresh(catalog, fts_query, pool) if refresh else catalog.search(fts_query, pool)
+    if refresh and not daemon_keeps_catalog_fresh(vault):
+        hits = _search_fresh(catalog, fts_query, pool)
+    else:
+        hits = catalog.search(fts_query, pool)
     top = max((hit.score for hit in hits), default=0.0)
     results: list[SearchResult] = []
     for hit in hits:

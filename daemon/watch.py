@@ -242,24 +242,70 @@ class _Handler(FileSystemEventHandler):
             self.tracker.touch(Path(os.fsdecode(event.dest_path)))
 
 
+class PageChanges:
+    """Names of pages changed on disk since last taken (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._names: set[str] = set()
+
+    def add(self, name: str) -> None:
+        with self._lock:
+            self._names.add(name)
+
+    def take(self) -> list[str]:
+        with self._lock:
+            names, self._names = self._names, set()
+        return sorted(names)
+
+
+class _PageHandler(FileSystemEventHandler):
+    """Pages saved, moved or removed under wiki/ (a person in Obsidian, or the daemon itself)."""
+
+    def __init__(self, wiki: Path, changes: PageChanges) -> None:
+        self.wiki = wiki
+        self.changes = changes
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        if event.is_directory or event.event_type in ("opened", "closed_no_write"):
+            return
+        for raw_path in (event.src_path, event.dest_path):
+            if not raw_path:
+                continue
+            path = Path(os.fsdecode(raw_path))
+            if path.suffix != ".md" or path.name.startswith(".") or not path.is_relative_to(self.wiki):
+                continue
+            self.changes.add(path.relative_to(self.wiki).as_posix()[:-3])
+
+
 class Watcher:
-    """The watchdog observer over raw/ and logs/ (never the vault root: .git churns)."""
+    """The watchdog observer over raw/ and logs/ (and wiki/, so the page catalogue follows a
+    person's edits); never the vault root, where .git churns."""
 
     def __init__(self, vault: Vault, config: WatchConfig, tracker: StabilityTracker) -> None:
         self.vault = vault
         self.config = config
         self.tracker = tracker
         self.observer: BaseObserver | None = None
+        self.page_changes = PageChanges()
+        self.watching_pages = False
+
+    def _schedule(self, observer: BaseObserver, pages: bool) -> None:
+        handler = _Handler(self.tracker)
+        for folder in (self.vault.raw, self.vault.logs):
+            observer.schedule(handler, str(folder), recursive=True)
+        if pages:
+            observer.schedule(_PageHandler(self.vault.wiki, self.page_changes), str(self.vault.wiki), recursive=True)
+        self.watching_pages = pages
+        observer.start()
 
     def start(self) -> None:
         self.vault.raw.mkdir(parents=True, exist_ok=True)
         self.vault.logs.mkdir(parents=True, exist_ok=True)
+        # Polling wiki/ would stat every page every second: with polling, searches scan instead.
         observer: BaseObserver = PollingObserver(timeout=1.0) if self.config.polling else Observer()
-        handler = _Handler(self.tracker)
         try:
-            for folder in (self.vault.raw, self.vault.logs):
-                observer.schedule(handler, str(folder), recursive=True)
-            observer.start()
+            self._schedule(observer, pages=not self.config.polling)
         except OSError as exc:
             # inotify limits (ENOSPC/EMFILE): fall back to polling rather than die.
             log.warning(
@@ -267,9 +313,7 @@ class Watcher:
                 "fs.inotify.max_user_watches to use inotify", exc,
             )
             observer = PollingObserver(timeout=1.0)
-            for folder in (self.vault.raw, self.vault.logs):
-                observer.schedule(handler, str(folder), recursive=True)
-            observer.start()
+            self._schedule(observer, pages=False)
         self.observer = observer
 
     def alive(self) -> bool:

@@ -9,10 +9,11 @@ import time
 from datetime import date
 from typing import Any
 
+from wikiwright.catalog import Catalog
 from wikiwright.config import Config
 from wikiwright.locks import vault_write_lock
 from wikiwright.pages import get_section, parse_claims, parse_page
-from wikiwright.query import ask, describe_claim, gather_context, save_answer, search
+from wikiwright.query import ask, daemon_keeps_catalog_fresh, describe_claim, gather_context, save_answer, search
 from wikiwright.session import writing_session
 
 from tests.conftest import Services
@@ -184,3 +185,29 @@ def test_a_writing_command_runs_beside_the_daemon_and_waits_for_its_write_lock(s
         daemon.terminate()
         assert daemon.wait(timeout=30) == 0, daemon_log(daemon)
     assert git(root, "status", "--porcelain", "--", "wiki").strip() == ""
+
+
+def test_the_running_daemon_keeps_the_catalogue_fresh_so_search_needs_no_scan(services: Services) -> None:
+    """A person's page saved in wiki/ is re-indexed by the daemon's page watcher within a poll."""
+    root = services.vault.root
+    services.ledger.close()
+    services.catalog.close()
+    assert not daemon_keeps_catalog_fresh(services.vault)
+    daemon = start_daemon(root)
+    try:
+        wait_for(lambda: daemon_keeps_catalog_fresh(services.vault), what="the daemon watching wiki/")
+        (services.vault.wiki / "zebra-crossings.md").write_text(
+            "---\ntype: concept\ntitle: Zebra crossings\n---\n\n# Zebra crossings\n\nStriped walkways.\n")
+        catalog = Catalog(services.vault)
+        try:
+            # No refresh here: only the daemon can have put the page into the catalogue.
+            wait_for(lambda: [h.name for h in catalog.search("striped walkways")] == ["zebra-crossings"],
+                     what="the daemon re-indexing a page a person saved")
+            results = search(services.vault, catalog, "striped walkways")
+            assert [r.page for r in results] == ["zebra-crossings"]
+        finally:
+            catalog.close()
+    finally:
+        daemon.terminate()
+        assert daemon.wait(timeout=30) == 0, daemon_log(daemon)
+    assert not daemon_keeps_catalog_fresh(services.vault)  # a stopped daemon: searches scan again
