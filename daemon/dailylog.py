@@ -104,10 +104,6 @@ def redact(text: str) -> str:
     return text
 
 
-def redaction_count(text: str) -> int:
-    return len(REDACTED_RE.findall(text))
-
-
 # --- the parsed form --------------------------------------------------------------------
 
 @dataclass(frozen=True)

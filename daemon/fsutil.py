@@ -75,6 +75,3 @@ def atomic_write_bytes(path: Path, data: bytes, *, crash_hooks: bool = True) -> 
 def atomic_write_text(path: Path, text: str, *, crash_hooks: bool = True) -> None:
     atomic_write_bytes(path, text.encode("utf-8"), crash_hooks=crash_hooks)
 
-
-def is_temp_name(name: str) -> bool:
-    return TEMP_MARKER in name

@@ -150,11 +150,6 @@ class Ledger:
             row = self._db.execute(f"SELECT {_FILE_COLUMNS} FROM files WHERE path=?", (path,)).fetchone()
         return FileRecord(*row) if row else None
 
-    def known_stat(self, path: str) -> tuple[int, int] | None:
-        with self._lock:
-            row = self._db.execute("SELECT size, mtime_ns FROM files WHERE path=?", (path,)).fetchone()
-        return (row[0], row[1]) if row else None
-
     def all_stats(self) -> dict[str, tuple[int, int, str]]:
         with self._lock:
             rows = self._db.execute("SELECT path, size, mtime_ns, state FROM files").fetchall()
