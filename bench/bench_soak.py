@@ -72,10 +72,13 @@ def ledger_counts(root: Path) -> tuple[int, int]:
 
 
 class Writer(threading.Thread):
-    def __init__(self, raw: Path, rate: float) -> None:
+    def __init__(self, raw: Path, rate: float, pages: int = 0) -> None:
         super().__init__(daemon=True)
         self.raw = raw
         self.rate = rate
+        # 0: every drop is a new file (the wiki grows by a page a drop); N: new versions of N
+        # files in turn (the wiki stays at N source pages, so any growth is the daemon's own).
+        self.pages = pages
         self.count = 0
         self.stop = threading.Event()
 
@@ -84,12 +87,13 @@ class Writer(threading.Thread):
         next_at = time.monotonic()
         while not self.stop.is_set():
             n = self.count
-            folder = self.raw / f"day{n // 500:03d}"
+            slot = n % self.pages if self.pages else n
+            folder = self.raw / f"day{slot // 500:03d}"
             folder.mkdir(exist_ok=True)
-            tmp = folder / f".s{n:06d}.md.part"
-            tmp.write_text(f"# Soak source {n}\n\nSoak source number {n} mentions the billing API and "
+            tmp = folder / f".s{slot:06d}.md.part"
+            tmp.write_text(f"# Soak source {slot}\n\nSoak source number {slot} mentions the billing API and "
                            f"the archive. Unique line {n * 7919}.\nAnother sentence for the summary.\n")
-            os.rename(tmp, folder / f"s{n:06d}.md")  # as a browser or rsync finishes a download
+            os.rename(tmp, folder / f"s{slot:06d}.md")  # as a browser or rsync finishes a download
             self.count += 1
             next_at += interval
             self.stop.wait(max(0.0, next_at - time.monotonic()))
@@ -117,6 +121,9 @@ def main() -> int:
                         help="warm-up lasts at least this long: every 5-minute periodic job (rescan, "
                              "consolidation check) has run once and its executor threads exist (default 6)")
     parser.add_argument("--tolerance", type=float, default=0.10, help="allowed late/early growth (default 10%%)")
+    parser.add_argument("--pages", type=int, default=0,
+                        help="cycle new versions of this many files instead of adding a file per drop, so "
+                             "the wiki stops growing and any growth left is the daemon's (default 0: grow)")
     parser.add_argument("--keep", action="store_true", help="keep the temp folder")
     args = parser.parse_args()
     if not Path("/proc/self/status").exists():
@@ -139,7 +146,7 @@ def main() -> int:
         except (OSError, ValueError):
             pass
         time.sleep(0.1)
-    writer = Writer(root / "raw", args.rate)
+    writer = Writer(root / "raw", args.rate, args.pages)
     writer.start()
     started = time.monotonic()
     end = started + args.minutes * 60
