@@ -10,7 +10,7 @@ from collections import defaultdict
 from datetime import date
 
 from .catalog import Catalog, PageEntry
-from .fsutil import atomic_write_text
+from .fsutil import atomic_append_bytes, atomic_write_text
 from .pages import Page, render_page
 from .vault import Vault
 
@@ -176,11 +176,7 @@ def rebuild_index(vault: Vault, catalog: Catalog) -> bool:
 
 def append_log(vault: Vault, kind: str, title: str, details: list[str], when: date | None = None) -> None:
     """Append one entry to log.md (the file is rewritten atomically, earlier bytes kept)."""
-    path = vault.wiki / "log.md"
-    current = path.read_text(encoding="utf-8") if path.exists() else empty_page("log")
     day = (when or date.today()).isoformat()
     safe_title = title.replace("\n", " ").strip() or "(untitled)"
     entry = f"\n## [{day}] {kind} | {safe_title}\n" + "".join(f"- {d}\n" for d in details)
-    if not current.endswith("\n"):
-        current += "\n"
-    atomic_write_text(path, current + entry)
+    atomic_append_bytes(vault.wiki / "log.md", entry.encode("utf-8"), initial=empty_page("log").encode("utf-8"))

@@ -216,7 +216,9 @@ class Pipeline:
     def _append_log_once(self, title: str, details: list[str], marker: str) -> None:
         path = self.vault.wiki / "log.md"
         try:
-            tail = path.read_text(encoding="utf-8")[-4000:]
+            with path.open("rb") as handle:  # only the tail: log.md grows for as long as the wiki lives
+                handle.seek(max(0, path.stat().st_size - 4000))
+                tail = handle.read().decode("utf-8", errors="replace")
         except FileNotFoundError:
             tail = ""
         if marker in tail:
