@@ -4,19 +4,23 @@ FTS5 query underneath it.
     .venv/bin/python bench/bench_search.py               # 10,000 pages, 200 queries
     .venv/bin/python bench/bench_search.py --pages 2000  # quicker
 
-Three figures, each median and p95 over the same queries in the same run:
-  fts       Catalog.search alone (SQLite FTS5 + BM25): the baseline;
-  search    query.search without the refresh: FTS, re-ranking, best matching line per page;
-  +refresh  query.search as the CLI runs it: first a stat scan of every page (a person may
-            have saved one a moment ago), then the search.
+Figures, each median and p95 over the same queries in the same run:
+  fts                  Catalog.search alone (SQLite FTS5 + BM25): the baseline;
+  search, daemon up    query.search as the CLI runs it while `wikiwright run` keeps the
+                       catalogue fresh (it watches wiki/): FTS, re-ranking, best matching line;
+  search, no daemon    the same with nobody keeping the catalogue fresh: a stat scan of every
+                       page first (a person may have saved one a moment ago).
 Target (issue 7): under 50 ms for search at 10,000 pages.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import random
+import signal
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -26,8 +30,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from wikiwright.catalog import Catalog
-from wikiwright.query import search
-from wikiwright.vault import Vault
+from wikiwright.query import daemon_keeps_catalog_fresh, search
+from wikiwright.vault import Vault, init_vault
 
 _VOCABULARY = (
     "alpha bravo cedar delta ember falcon garnet harbor indigo juniper kestrel lumen marble nectar "
@@ -39,9 +43,7 @@ WORDS = _VOCABULARY.split()
 
 
 def make_vault(root: Path, pages: int, rng: random.Random) -> Vault:
-    vault = Vault(root)
-    for folder in (vault.wiki / "sources", vault.state, vault.raw, vault.logs):
-        folder.mkdir(parents=True, exist_ok=True)
+    vault, _ = init_vault(root, "wikiwright", "wikiwright@localhost")
     for n in range(pages):
         is_source = n % 3 == 0
         name = f"sources/src-doc-{n}" if is_source else f"page-{n}"
@@ -76,6 +78,12 @@ def main() -> int:
     args = parser.parse_args()
     rng = random.Random(7)
     with tempfile.TemporaryDirectory(prefix="ww-bench-search-") as tmp:
+        home = Path(tmp) / "home"
+        home.mkdir()
+        (home / ".gitconfig").write_text("[user]\n\tname = Bench\n\temail = bench@example.com\n")
+        env = {**os.environ, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"),
+               "XDG_STATE_HOME": str(home / ".state"), "GIT_CONFIG_GLOBAL": str(home / ".gitconfig")}
+        os.environ.update({k: env[k] for k in ("HOME", "XDG_CONFIG_HOME", "GIT_CONFIG_GLOBAL")})
         started = time.perf_counter()
         vault = make_vault(Path(tmp) / "vault", args.pages, rng)
         made = time.perf_counter() - started
@@ -89,18 +97,30 @@ def main() -> int:
             search(vault, catalog, query)
         rows = [
             ("fts (baseline)", measure(lambda q: catalog.search(q, 10), queries)),
-            ("search", measure(lambda q: search(vault, catalog, q, 10, refresh=False), queries)),
-            ("search +refresh", measure(lambda q: search(vault, catalog, q, 10), queries)),
+            ("search, no daemon", measure(lambda q: search(vault, catalog, q, 10), queries)),
         ]
+        daemon = subprocess.Popen([sys.executable, "-m", "wikiwright", "run", "--vault", str(vault.root)],
+                                  env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.monotonic() + 120
+            while not daemon_keeps_catalog_fresh(vault):
+                if time.monotonic() > deadline or daemon.poll() is not None:
+                    raise SystemExit("the daemon did not start")
+                time.sleep(0.2)
+            rows.insert(1, ("search, daemon up", measure(lambda q: search(vault, catalog, q, 10), queries)))
+        finally:
+            daemon.send_signal(signal.SIGTERM)
+            daemon.wait(timeout=60)
         catalog.close()
     print(f"pages: {args.pages}  queries: {args.queries}  (generated in {made:.1f}s, "
           f"first catalogue build {indexed:.1f}s)")
     base = rows[0][1][0] or 1e-9
-    print(f"{'what':<18}{'median ms':>11}{'p95 ms':>9}{'x fts':>8}")
+    print(f"{'what':<20}{'median ms':>11}{'p95 ms':>9}{'x fts':>8}")
     for label, (median, p95) in rows:
-        print(f"{label:<18}{median:>11.2f}{p95:>9.2f}{median / base:>8.1f}")
-    verdict = "meets" if rows[2][1][1] < 50 else "MISSES"
-    print(f"target: search +refresh p95 under 50 ms at 10,000 pages — {verdict} it at {args.pages} pages")
+        print(f"{label:<20}{median:>11.2f}{p95:>9.2f}{median / base:>8.1f}")
+    for label, (_median, p95) in rows[1:]:
+        verdict = "meets" if p95 < 50 else "MISSES"
+        print(f"target p95 under 50 ms at 10,000 pages, {label}: {verdict} it at {args.pages} pages")
     return 0
 
 
