@@ -285,8 +285,10 @@ class Daemon:
             "stopped": stopped,
             "started_at": self.health.started_at,
             "watcher_alive": bool(watcher and watcher.alive()),
-            # Searches may trust the catalogue (no stat scan of every page) while this holds.
-            "pages_watched": bool(watcher and watcher.alive() and watcher.watching_pages),
+            # Searches may trust the catalogue (no stat scan of every page) while this holds: the
+            # watcher sees wiki/ and the stability loop that re-indexes what it saw is alive.
+            "pages_watched": bool(watcher and watcher.alive() and watcher.watching_pages
+                                  and not self.health.problems),
             "last_rescan": self.health.last_rescan,
             "missed_by_watcher": self.health.missed_by_watcher,
             "last_ingest": self.health.last_ingest,
