@@ -171,9 +171,11 @@ def main() -> int:
         writer.stop.set()
         writer.join()
     drain_from = time.monotonic()
+    # Files in raw/ at the end: one per drop, or with --pages the N files cycled through.
+    expected = min(writer.count, args.pages) if args.pages else writer.count
     while time.monotonic() - drain_from < 300:
         done, queued = ledger_counts(root)
-        if queued == 0 and done >= writer.count:
+        if queued == 0 and done >= expected:
             break
         time.sleep(1)
     drain = time.monotonic() - drain_from
@@ -189,8 +191,9 @@ def main() -> int:
         print(f"{name:<10} {early:9.1f} {late:9.1f} {ratio:10.3f}  {'flat' if ok else 'GROWING'}")
     dropped = writer.count
     done, queued = ledger_counts(root)
-    print(f"\ndropped {dropped}, ingested {done}, still queued {queued} (drained {drain:.0f}s after the writer "
-          f"stopped); daemon exit {code}")
+    files = f" ({expected} files cycled)" if args.pages else ""
+    print(f"\ndropped {dropped}{files}, ingested {done}, still queued {queued} (drained {drain:.0f}s after the "
+          f"writer stopped); daemon exit {code}")
     doctor = subprocess.run([sys.executable, "-m", "wikiwright", "doctor", "--json", "--no-repair", "--vault",
                              str(root)], env=env, capture_output=True, text=True)
     report = json.loads(doctor.stdout) if doctor.stdout else {}
