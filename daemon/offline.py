@@ -11,6 +11,10 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 from datetime import date
+from typing import Any
+
+import frontmatter
+import yaml
 
 from .pages import Page, render_page
 
@@ -85,12 +89,29 @@ def split_sentences(text: str) -> list[str]:
     return sentences
 
 
-def find_title(text: str, kind: str, html_title: str, fallback: str) -> str:
+def source_properties(text: str, kind: str) -> tuple[dict[str, Any], str]:
+    """A dropped markdown note's own front matter (e.g. Obsidian properties), and its body.
+
+    Read with python-frontmatter. Its split may fold the blank lines after the closing
+    ``---``, which costs nothing here (a source is never written back); pages.py keeps its own
+    byte-exact parser for the pages the daemon rewrites.
+    """
+    if kind != "markdown" or not frontmatter.checks(text):
+        return {}, text
+    try:
+        post = frontmatter.loads(text)
+    except (yaml.YAMLError, ValueError):
+        return {}, text  # not YAML after all: the whole text is the note
+    meta = post.metadata if isinstance(post.metadata, dict) else {}
+    return dict(meta), post.content
+
+
+def find_title(text: str, kind: str, html_title: str, fallback: str, meta: dict[str, Any] | None = None) -> str:
     if html_title:
         return html_title[:120]
-    match = re.search(r"^---\n.*?^title:\s*[\"']?(.+?)[\"']?\s*$.*?^---$", text, re.DOTALL | re.MULTILINE)
-    if match:
-        return match.group(1).strip()[:120]
+    declared = (meta or {}).get("title")
+    if isinstance(declared, str) and declared.strip():
+        return declared.strip()[:120]
     for line in text.splitlines()[:40]:
         heading = re.match(r"^#{1,2}\s+(.+?)\s*#*\s*$", line)
         if heading:
@@ -128,7 +149,8 @@ def _outline(text: str, limit: int = 12) -> list[str]:
 def digest(text: str, kind: str, html_title: str, fallback_title: str, summary_sentences: int,
            key_points: int) -> SourceDigest:
     """Extractive summary: lead sentences, then the most representative others."""
-    title = find_title(text, kind, html_title, fallback_title)
+    meta, text = source_properties(text, kind)
+    title = find_title(text, kind, html_title, fallback_title, meta)
     sentences = split_sentences(text)
     words = [w.lower() for w in _WORD_RE.findall(_clean_markdown(text))]
     freq = Counter(w for w in words if w not in _STOPWORDS and len(w) > 2)

@@ -551,3 +551,16 @@ def test_source_pages_link_to_pages_whose_titles_they_mention(services: Services
     assert _links(services, "e.md", "# Quarterly Roadmap Review\n\nWe reviewed the roadmap for the quarter.\n") == []
     assert _links(services, "f.md", "# F\n\nAfter the Quarterly Roadmap Review we cut two features.\n") == [
         "- [[src-e|Quarterly Roadmap Review]]"]
+
+
+def test_a_notes_own_front_matter_gives_the_title_and_stays_out_of_the_summary(services: Services) -> None:
+    services.drop("plan.md", '---\ntitle: "Quarterly: plan #2"\ntags: [planning, q3]\n---\n\n'
+                             "We will ship the export API in the third quarter of the year.\n\n---\n\n"
+                             "title: not a property, just a line after a rule\n")
+    services.drop("broken.md", "---\ntitle: [unclosed\n---\n\n# Heading wins\n\nBody text of the note is here.\n")
+    assert [r.state for r in services.drain()] == ["ingested", "ingested"]
+    plan = parse_page((services.vault.wiki / "sources" / "src-plan.md").read_text())
+    assert plan.meta["title"] == "Quarterly: plan #2"
+    assert "planning" not in plan.body and "ship the export API" in plan.body
+    broken = parse_page((services.vault.wiki / "sources" / "src-broken.md").read_text())
+    assert broken.meta["title"] == "Heading wins"  # invalid YAML: the note is read as text
