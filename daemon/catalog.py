@@ -12,12 +12,12 @@ import json
 import logging
 import os
 import re
-import sqlite3
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 from .pages import FrontMatterError, link_key, parse_page
+from .sqlitedb import open_db
 from .vault import Vault
 
 log = logging.getLogger(__name__)
@@ -72,11 +72,8 @@ def _words(text: str) -> list[str]:
 class Catalog:
     def __init__(self, vault: Vault) -> None:
         self.vault = vault
-        vault.state.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(vault.state / "catalog.db", check_same_thread=False, timeout=30)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.executescript(_SCHEMA)
+        # A cache (rebuilt by `reindex`): no need to survive a power cut.
+        self._db = open_db(vault.state / "catalog.db", _SCHEMA, synchronous="NORMAL", autocommit=False)
         self._lock = threading.RLock()
         self._phrases: dict[tuple[str, ...], set[str]] | None = None
         self._phrases_of: dict[str, list[tuple[str, ...]]] = {}

@@ -17,7 +17,6 @@ import logging
 import os
 import random
 import re
-import sqlite3
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -29,6 +28,7 @@ from typing import Any
 from .config import Config, LLMConfig
 from .errors import BudgetExceeded, ConfigError, LLMAuthError, LLMError, LLMReplyError, LLMTransientError
 from .queue import Ledger
+from .sqlitedb import open_db
 from .vault import Vault
 
 log = logging.getLogger(__name__)
@@ -74,11 +74,8 @@ class CostLedger:
     """The ``llm_calls`` table: one row per HTTP attempt, successful or not."""
 
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
-        self._db = sqlite3.connect(path, check_same_thread=False, timeout=30, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.executescript(_SCHEMA_SQL)
+        self._db = open_db(path, _SCHEMA_SQL)
         self._lock = threading.Lock()
 
     def close(self) -> None:

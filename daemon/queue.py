@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .crashpoints import crash_point
+from .sqlitedb import open_db
 
 STATES = ("pending", "running", "ingested", "duplicate", "quarantined", "skipped")
 FINAL_STATES = ("ingested", "duplicate", "quarantined", "skipped")
@@ -112,13 +113,9 @@ class Ledger:
     """Thread-safe access to the queue database; one connection guarded by a lock."""
 
     def __init__(self, db_path: Path) -> None:
-        db_path.parent.mkdir(parents=True, exist_ok=True)
         self.path = db_path
-        self._db = sqlite3.connect(db_path, check_same_thread=False, timeout=30, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
         # The ledger is the record of what happened: durable commits.
-        self._db.execute("PRAGMA synchronous=FULL")
-        self._db.executescript(_SCHEMA)
+        self._db = open_db(db_path, _SCHEMA, synchronous="FULL")
         self._lock = threading.RLock()
 
     def close(self) -> None:

@@ -19,7 +19,6 @@ import hashlib
 import json
 import logging
 import re
-import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -51,6 +50,7 @@ from .pages import (
     unique_name,
 )
 from .queue import Ledger
+from .sqlitedb import open_db
 from .vault import Vault
 from .writer import PageChange, PageWriter
 
@@ -186,10 +186,7 @@ class ReviewStore:
     """The ``review_items`` table in the state database: every proposal and its answer."""
 
     def __init__(self, db_path: Path) -> None:
-        db_path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(db_path, check_same_thread=False, timeout=30, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.executescript(_SCHEMA)
+        self._db = open_db(db_path, _SCHEMA)
         self._lock = threading.RLock()
 
     def close(self) -> None:
