@@ -34,7 +34,7 @@ from .errors import (
 from .extract import SourceText
 from .history import GitRepo
 from .index import append_log, rebuild_index
-from .ingest import IngestPlan, OfflinePlanner, prepare
+from .ingest import IngestPlan, OfflinePlanner, prepare, source_page_name
 from .locks import PageLocks, vault_write_lock
 from .queue import FileRecord, Ledger
 from .selffeed import SELF_FEEDING_RULE, is_own_page
@@ -129,7 +129,7 @@ class Pipeline:
             found = self.repo.find_source_commit(record.sha256)
             if found:
                 # The process died after committing but before the ledger heard of it.
-                page = self.ledger.bind_page(record.path, lambda taken: "")
+                page = source_page_name(self.ledger, self.vault, record.path)  # bound before that commit
                 self.ledger.finish_ingested(record, page=page, title="", commit_sha=found, engine="recovered")
                 return JobResult(record.path, "ingested", "recovered after a crash", found, page)
         original = self.ledger.source(record.sha256)
