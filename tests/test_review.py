@@ -67,9 +67,10 @@ def test_running_daemon_applies_ticks_rejections_and_keeps_free_text(
     env = {**isolated_env, "WIKIWRIGHT_LINT_INTERVAL_HOURS": "0.0003", "WIKIWRIGHT_LINT_REVIEW_POLL_SECONDS": "0.3"}
     proc = start_daemon(vault.root, env)
     try:
-        wait_for(lambda: len(_ids(vault)) == len(EXPECTED), timeout=30,
-                 what="lint proposals in REVIEW.md")
-        assert "Wikiwright-Operation: lint" in git(vault.root, "log", "-1", "--format=%B")
+        # REVIEW.md is written just before its commit: wait for the commit, not only the file.
+        wait_for(lambda: len(_ids(vault)) == len(EXPECTED)
+                 and "Wikiwright-Operation: lint" in git(vault.root, "log", "-1", "--format=%B"),
+                 timeout=30, what="lint proposals in REVIEW.md, committed")
         store = ReviewStore(vault.db_path)
         kinds = {item.id: item.kind for item in store.items()}
         store.close()
