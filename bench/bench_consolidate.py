@@ -21,10 +21,10 @@ sys.path.insert(0, str(REPO))
 from tests.consolidate_model import script  # noqa: E402
 from tests.llm_server import ScriptedServer  # noqa: E402
 from tests.logweek import FACTS, generate_week, surviving  # noqa: E402
-from wikiwright.config import load_config  # noqa: E402
-from wikiwright.consolidate import Consolidator  # noqa: E402
-from wikiwright.queue import Ledger  # noqa: E402
-from wikiwright.vault import init_vault  # noqa: E402
+from wikiwright.core.config import load_config  # noqa: E402
+from wikiwright.core.vault import init_vault  # noqa: E402
+from wikiwright.intake.ledger import Ledger  # noqa: E402
+from wikiwright.memory.consolidate import Consolidator  # noqa: E402
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC).timestamp()
 

@@ -29,16 +29,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from tests.llm_server import ScriptedServer, prompt_text
-from wikiwright.catalog import Catalog
-from wikiwright.config import load_config
-from wikiwright.history import GitRepo
-from wikiwright.llm import CostLedger
-from wikiwright.llm_planner import ModelPlanner
-from wikiwright.pages import Page, render_page
-from wikiwright.queue import Ledger
-from wikiwright.vault import Vault, init_vault
-from wikiwright.watch import Registrar
-from wikiwright.worker import Pipeline
+from wikiwright.core.config import load_config
+from wikiwright.core.vault import Vault, init_vault
+from wikiwright.ingest.llm import CostLedger
+from wikiwright.ingest.llm_planner import ModelPlanner
+from wikiwright.ingest.pipeline import Pipeline
+from wikiwright.intake.ledger import Ledger
+from wikiwright.intake.watch import Registrar
+from wikiwright.vcs.repo import GitRepo
+from wikiwright.wiki.catalog import Catalog
+from wikiwright.wiki.pages import Page, render_page
 
 SYLLABLES = ["ka", "lo", "mi", "ran", "tor", "vex", "qui", "zen", "bar", "dul", "fen", "gor", "hal", "jin", "mor",
              "nex", "pol", "ris", "sul", "tem", "ul", "vor", "wex", "yan"]

@@ -29,9 +29,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from wikiwright.catalog import Catalog
-from wikiwright.query import daemon_keeps_catalog_fresh, search
-from wikiwright.vault import Vault, init_vault
+from wikiwright.core.vault import Vault, init_vault
+from wikiwright.query.query import daemon_keeps_catalog_fresh, search
+from wikiwright.wiki.catalog import Catalog
 
 _VOCABULARY = (
     "alpha bravo cedar delta ember falcon garnet harbor indigo juniper kestrel lumen marble nectar "

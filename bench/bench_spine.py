@@ -215,13 +215,13 @@ def timed(store: list[float], func: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def bench_throughput(base: Path, env: dict[str, str], pages: int, ingests: int) -> dict[str, Any]:
-    from wikiwright.catalog import Catalog
-    from wikiwright.config import load_config
-    from wikiwright.history import GitRepo
-    from wikiwright.queue import Ledger
-    from wikiwright.vault import init_vault
-    from wikiwright.watch import Registrar
-    from wikiwright.worker import Pipeline
+    from wikiwright.core.config import load_config
+    from wikiwright.core.vault import init_vault
+    from wikiwright.ingest.pipeline import Pipeline
+    from wikiwright.intake.ledger import Ledger
+    from wikiwright.intake.watch import Registrar
+    from wikiwright.vcs.repo import GitRepo
+    from wikiwright.wiki.catalog import Catalog
 
     vault, _ = init_vault(base / f"tp-{pages}" / "Wiki", "wikiwright", "wikiwright@localhost")
     started = time.perf_counter()

@@ -9,13 +9,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from wikiwright.catalog import Catalog
-from wikiwright.config import Config, WatchConfig, load_config
-from wikiwright.history import GitRepo
-from wikiwright.queue import Ledger
-from wikiwright.vault import Vault, init_vault
-from wikiwright.watch import Registrar
-from wikiwright.worker import Pipeline
+from wikiwright.core.config import Config, WatchConfig, load_config
+from wikiwright.core.vault import Vault, init_vault
+from wikiwright.ingest.pipeline import Pipeline
+from wikiwright.intake.ledger import Ledger
+from wikiwright.intake.watch import Registrar
+from wikiwright.vcs.repo import GitRepo
+from wikiwright.wiki.catalog import Catalog
 
 if shutil.which("git") is None:  # pragma: no cover
     pytest.skip("git is required", allow_module_level=True)

@@ -17,12 +17,12 @@ from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
-from wikiwright.extract import SourceText
-from wikiwright.ingest import IngestPlan, source_page_name
-from wikiwright.pages import Claim, Page, get_section, parse_claims, parse_page, render_page, set_section
-from wikiwright.queue import FileRecord
-from wikiwright.vault import Vault
-from wikiwright.writer import PageChange
+from wikiwright.core.vault import Vault
+from wikiwright.ingest.plan import IngestPlan, source_page_name
+from wikiwright.intake.extract import SourceText
+from wikiwright.intake.ledger import FileRecord
+from wikiwright.wiki.pages import Claim, Page, get_section, parse_claims, parse_page, render_page, set_section
+from wikiwright.wiki.writer import PageChange
 
 from tests.conftest import Services
 

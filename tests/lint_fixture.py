@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from wikiwright.catalog import Catalog
-from wikiwright.index import INDEX_END, rebuild_index
-from wikiwright.vault import Vault
+from wikiwright.core.vault import Vault
+from wikiwright.wiki.catalog import Catalog
+from wikiwright.wiki.index import INDEX_END, rebuild_index
 
 from tests.helpers import git
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from wikiwright.llm_planner import ModelPlanner
-from wikiwright.worker import Pipeline
+from wikiwright.ingest.llm_planner import ModelPlanner
+from wikiwright.ingest.pipeline import Pipeline
 
 from tests.conftest import Services
 from tests.llm_server import ScriptedServer

@@ -10,21 +10,21 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from wikiwright.catalog import PageEntry
-from wikiwright.config import Config
-from wikiwright.consolidate import (
+from wikiwright.core.config import Config
+from wikiwright.core.errors import ConsolidationBusy
+from wikiwright.core.vault import Vault
+from wikiwright.intake.ledger import Ledger
+from wikiwright.intake.watch import Registrar
+from wikiwright.memory.consolidate import (
     ConsolidationLock,
     Consolidator,
     LockData,
     load_cursor,
 )
-from wikiwright.dailylog import append_session
-from wikiwright.errors import ConsolidationBusy
-from wikiwright.index import MAX_INDEX_BYTES, MAX_INDEX_LINES, render_index_block
-from wikiwright.lint import run_lint
-from wikiwright.queue import Ledger
-from wikiwright.vault import Vault
-from wikiwright.watch import Registrar
+from wikiwright.memory.dailylog import append_session
+from wikiwright.upkeep.lint import run_lint
+from wikiwright.wiki.catalog import PageEntry
+from wikiwright.wiki.index import MAX_INDEX_BYTES, MAX_INDEX_LINES, render_index_block
 
 from tests.helpers import cli, git
 from tests.logweek import generate_week, surviving
@@ -119,7 +119,7 @@ def test_stale_lock_is_taken_over_with_a_log_line(config: Config, vault: Vault, 
                                                   caplog: pytest.LogCaptureFixture) -> None:
     _set_lock(vault, LockData(None, "laptop:4242 (daemon)", int((NOW - 45 * 60) * 1000)))
     _sessions(vault, 5)
-    with caplog.at_level(logging.WARNING, logger="wikiwright.consolidate"):
+    with caplog.at_level(logging.WARNING, logger="wikiwright.memory.consolidate"):
         result = _consolidator(config, vault, ledger, Clock()).run()
     assert result.state == "consolidated"
     assert any("taking over a stale consolidation lock held by laptop:4242" in r.message for r in caplog.records)
@@ -302,7 +302,7 @@ def test_review_mode_proposes_instead_of_writing(config: Config, vault: Vault, l
     review = vault.review_file.read_text()
     assert "[[decisions]]" in review and "- [ ] " in review
     assert ConsolidationLock(vault, 30, Clock()).read().last_consolidated_at == int(NOW * 1000)
-    from wikiwright.review import ReviewQueue
+    from wikiwright.upkeep.review import ReviewQueue
 
     vault.review_file.write_text(review.replace("- [ ] Consolidation", "- [x] Consolidation"))
     queue = ReviewQueue(reviewed, vault)
@@ -324,7 +324,7 @@ def test_index_stays_within_its_budget() -> None:
 
 
 def test_scheduler_registers_the_gate_check(config: Config, vault: Vault) -> None:
-    from wikiwright.schedule import periodic_jobs
+    from wikiwright.runtime.schedule import periodic_jobs
 
     jobs = {job.name: job for job in periodic_jobs(config, vault)}
     assert jobs["consolidation"].seconds == config.consolidation.check_interval_minutes * 60

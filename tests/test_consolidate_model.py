@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from wikiwright.config import Config
-from wikiwright.consolidate import ConsolidationLock, Consolidator
-from wikiwright.queue import Ledger
-from wikiwright.vault import Vault
+from wikiwright.core.config import Config
+from wikiwright.core.vault import Vault
+from wikiwright.intake.ledger import Ledger
+from wikiwright.memory.consolidate import ConsolidationLock, Consolidator
 
 from tests.consolidate_model import script
 from tests.helpers import git

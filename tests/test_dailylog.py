@@ -8,15 +8,15 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from wikiwright.dailylog import (
+from wikiwright.core.vault import Vault
+from wikiwright.memory.dailylog import (
     LogWriteError,
     append_session,
     canonical_section,
     parse_log,
     redact,
 )
-from wikiwright.reldate import absolutize
-from wikiwright.vault import Vault
+from wikiwright.memory.reldate import absolutize
 
 from tests.helpers import cli
 

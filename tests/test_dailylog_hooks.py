@@ -10,9 +10,9 @@ import time
 from datetime import date
 from pathlib import Path
 
-from wikiwright.dailylog import parse_log
-from wikiwright.hooks import read_transcript
-from wikiwright.vault import Vault
+from wikiwright.core.vault import Vault
+from wikiwright.memory.dailylog import parse_log
+from wikiwright.memory.hooks import read_transcript
 
 from tests.helpers import REPO_ROOT, cli, git, wait_for
 

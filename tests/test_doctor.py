@@ -12,9 +12,9 @@ import json
 import os
 import time
 
-from wikiwright.doctor import Doctor, format_report, run_doctor
-from wikiwright.fsutil import TEMP_MARKER
-from wikiwright.vault import VaultLock
+from wikiwright.core.fsutil import TEMP_MARKER
+from wikiwright.core.vault import VaultLock
+from wikiwright.upkeep.doctor import Doctor, format_report, run_doctor
 
 from tests.conftest import Services
 from tests.fault_tools import note

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from wikiwright.selffeed import SELF_FEEDING_RULE
+from wikiwright.ingest.selffeed import SELF_FEEDING_RULE
 
 from tests.conftest import Services
 from tests.fault_tools import (

@@ -17,8 +17,8 @@ import time
 from pathlib import Path
 
 import pytest
-from wikiwright.crashpoints import POINTS
-from wikiwright.pages import parse_page
+from wikiwright.core.crashpoints import POINTS
+from wikiwright.wiki.pages import parse_page
 
 from tests.fault_tools import (
     assert_doctor_green,

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from wikiwright.pages import parse_page
+from wikiwright.wiki.pages import parse_page
 
 from tests.fault_tools import (
     assert_doctor_green,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from wikiwright.fsutil import atomic_append_bytes
+from wikiwright.core.fsutil import atomic_append_bytes
 
 
 def test_append_keeps_earlier_bytes_and_starts_a_new_file_with_its_header(tmp_path: Path) -> None:

@@ -6,13 +6,13 @@ import json
 from datetime import date
 
 import pytest
-from wikiwright.errors import RevertBlocked
-from wikiwright.history_view import operations
-from wikiwright.lint import run_lint
-from wikiwright.pages import parse_claims, parse_page
-from wikiwright.retract import retract_source
-from wikiwright.revert import reverse_patch, revert_ingest
-from wikiwright.session import Session
+from wikiwright.core.errors import RevertBlocked
+from wikiwright.door.session import Session
+from wikiwright.history.retract import retract_source
+from wikiwright.history.revert import reverse_patch, revert_ingest
+from wikiwright.history.view import operations
+from wikiwright.upkeep.lint import run_lint
+from wikiwright.wiki.pages import parse_claims, parse_page
 
 from tests.conftest import Services
 from tests.handmade_story import STEPS, Step, build_story

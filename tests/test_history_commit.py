@@ -9,8 +9,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
-from wikiwright.history import GitRepo
-from wikiwright.vault import Vault
+from wikiwright.core.vault import Vault
+from wikiwright.vcs.repo import GitRepo
 
 from tests.helpers import git
 

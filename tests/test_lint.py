@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import json
 
-from wikiwright.config import Config
-from wikiwright.lint import run_lint
-from wikiwright.vault import Vault
+from wikiwright.core.config import Config
+from wikiwright.core.vault import Vault
+from wikiwright.upkeep.lint import run_lint
 
 from tests.helpers import cli
 from tests.lint_fixture import EXPECTED, build_fixture, line_of, page
@@ -63,8 +63,8 @@ def test_other_kinds_and_link_forms(vault: Vault, config: Config) -> None:
     ))
     (wiki / "gamma.md").write_text(page("type: widget\ntitle: {a: 1}\nupdated: soon", "[[alpha]]\n"))
     (wiki / "delta.md").write_text("---\ntitle: [unclosed\n---\n[[alpha]]\n")
-    from wikiwright.catalog import Catalog
-    from wikiwright.index import rebuild_index
+    from wikiwright.wiki.catalog import Catalog
+    from wikiwright.wiki.index import rebuild_index
 
     catalog = Catalog(vault)
     catalog.refresh()

@@ -2,10 +2,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from wikiwright.config import Config
-from wikiwright.llm import LLMClient
-from wikiwright.prose_check import KIND, make_shards, prose_of, run_prose_check, verify
-from wikiwright.vault import Vault
+from wikiwright.core.config import Config
+from wikiwright.core.vault import Vault
+from wikiwright.ingest.llm import LLMClient
+from wikiwright.upkeep.prose_check import KIND, make_shards, prose_of, run_prose_check, verify
 
 from tests.llm_server import ScriptedServer
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from wikiwright.locks import PageLocks
+from wikiwright.core.locks import PageLocks
 
 
 def test_ingests_on_the_same_page_never_interleave_and_disjoint_ones_do_not_wait() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from wikiwright.pages import parse_claims, parse_page
+from wikiwright.wiki.pages import parse_claims, parse_page
 
 from tests.conftest import Services
 from tests.helpers import git, ingest_commits

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 import time
 
-from wikiwright.llm import CostLedger, LLMClient
-from wikiwright.status import gather
+from wikiwright.ingest.llm import CostLedger, LLMClient
+from wikiwright.runtime.status import gather
 
 from tests.conftest import Services
 from tests.helpers import cli

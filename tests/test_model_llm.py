@@ -6,11 +6,11 @@ import datetime as dt
 from typing import Any
 
 import pytest
-from wikiwright.config import Config
-from wikiwright.errors import LLMAuthError, LLMReplyError
-from wikiwright.llm import CostLedger, LLMClient, parse_json_reply, spend_summary, validate
-from wikiwright.operations import REPLY_SCHEMA
-from wikiwright.vault import Vault
+from wikiwright.core.config import Config
+from wikiwright.core.errors import LLMAuthError, LLMReplyError
+from wikiwright.core.vault import Vault
+from wikiwright.ingest.llm import CostLedger, LLMClient, parse_json_reply, spend_summary, validate
+from wikiwright.ingest.operations import REPLY_SCHEMA
 
 from tests.llm_server import KEY_ENV, ScriptedServer, http_error
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from wikiwright.llm import spend_summary
-from wikiwright.pages import parse_claims, parse_page
+from wikiwright.ingest.llm import spend_summary
+from wikiwright.wiki.pages import parse_claims, parse_page
 
 from tests.conftest import Services
 from tests.helpers import git, ingest_commits

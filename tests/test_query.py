@@ -9,12 +9,12 @@ import time
 from datetime import date
 from typing import Any
 
-from wikiwright.catalog import Catalog
-from wikiwright.config import Config
-from wikiwright.locks import vault_write_lock
-from wikiwright.pages import get_section, parse_claims, parse_page
-from wikiwright.query import ask, daemon_keeps_catalog_fresh, describe_claim, gather_context, save_answer, search
-from wikiwright.session import writing_session
+from wikiwright.core.config import Config
+from wikiwright.core.locks import vault_write_lock
+from wikiwright.door.session import writing_session
+from wikiwright.query.query import ask, daemon_keeps_catalog_fresh, describe_claim, gather_context, save_answer, search
+from wikiwright.wiki.catalog import Catalog
+from wikiwright.wiki.pages import get_section, parse_claims, parse_page
 
 from tests.conftest import Services
 from tests.handmade_story import build_story

@@ -5,13 +5,13 @@ from __future__ import annotations
 from datetime import date
 from typing import Any
 
-from wikiwright.index import rebuild_index
-from wikiwright.lint import run_lint
-from wikiwright.pages import get_section, parse_claims, parse_page
-from wikiwright.query import ASK_SYSTEM, ask, save_answer, search
-from wikiwright.retract import retract_source
-from wikiwright.revert import revert_ingest
-from wikiwright.session import Session
+from wikiwright.door.session import Session
+from wikiwright.history.retract import retract_source
+from wikiwright.history.revert import revert_ingest
+from wikiwright.query.query import ASK_SYSTEM, ask, save_answer, search
+from wikiwright.upkeep.lint import run_lint
+from wikiwright.wiki.index import rebuild_index
+from wikiwright.wiki.pages import get_section, parse_claims, parse_page
 
 from tests.conftest import Services
 from tests.helpers import git

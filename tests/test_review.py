@@ -4,9 +4,9 @@ import json
 import re
 import time
 
-from wikiwright.config import Config
-from wikiwright.review import ReviewQueue, ReviewStore, add_proposals, parse_review
-from wikiwright.vault import Vault
+from wikiwright.core.config import Config
+from wikiwright.core.vault import Vault
+from wikiwright.upkeep.review import ReviewQueue, ReviewStore, add_proposals, parse_review
 
 from tests.helpers import cli, daemon_log, git, start_daemon, wait_for
 from tests.lint_fixture import EXPECTED, build_fixture
@@ -137,7 +137,7 @@ def test_running_daemon_applies_ticks_rejections_and_keeps_free_text(
 
 
 def test_retarget_links_keeps_what_each_link_displays() -> None:
-    from wikiwright.review import retarget_links
+    from wikiwright.upkeep.review import retarget_links
 
     text = ("See [[Dana Whitfield]], [[dana whitfield|Dana]], [[Dana Whitfield#Role]], ![[Dana Whitfield]] "
             "and [[Dana Whitfields]].\n")

@@ -16,14 +16,14 @@ import time
 from pathlib import Path
 
 import pytest
-from wikiwright.catalog import Catalog
-from wikiwright.config import Config
-from wikiwright.history import GitRepo
-from wikiwright.queue import Ledger
-from wikiwright.status import gather
-from wikiwright.vault import Vault
-from wikiwright.watch import Registrar
-from wikiwright.worker import Pipeline
+from wikiwright.core.config import Config
+from wikiwright.core.vault import Vault
+from wikiwright.ingest.pipeline import Pipeline
+from wikiwright.intake.ledger import Ledger
+from wikiwright.intake.watch import Registrar
+from wikiwright.runtime.status import gather
+from wikiwright.vcs.repo import GitRepo
+from wikiwright.wiki.catalog import Catalog
 
 from tests.conftest import Services
 from tests.helpers import cli, git, ingest_commits

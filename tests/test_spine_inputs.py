@@ -17,15 +17,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from wikiwright.catalog import Catalog
-from wikiwright.config import Config, IngestConfig, WatchConfig
-from wikiwright.history import GitRepo
-from wikiwright.pages import parse_page, slugify
-from wikiwright.queue import Ledger
-from wikiwright.status import gather
-from wikiwright.vault import Vault
-from wikiwright.watch import Registrar, StabilityTracker
-from wikiwright.worker import Pipeline
+from wikiwright.core.config import Config, IngestConfig, WatchConfig
+from wikiwright.core.vault import Vault
+from wikiwright.ingest.pipeline import Pipeline
+from wikiwright.intake.ledger import Ledger
+from wikiwright.intake.watch import Registrar, StabilityTracker
+from wikiwright.runtime.status import gather
+from wikiwright.vcs.repo import GitRepo
+from wikiwright.wiki.catalog import Catalog
+from wikiwright.wiki.pages import parse_page, slugify
 
 from tests.conftest import Services
 from tests.helpers import cli, git, ingest_commits
@@ -205,7 +205,7 @@ def test_file_growing_past_the_limit_after_queueing_is_quarantined(small_limit: 
 def test_size_limit_from_the_environment(
     vault: Vault, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from wikiwright.config import load_config
+    from wikiwright.core.config import load_config
 
     monkeypatch.setenv("WIKIWRIGHT_INGEST_MAX_SOURCE_BYTES", "50")
     services = make_services(load_config(vault.root), vault)

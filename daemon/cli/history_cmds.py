@@ -1,0 +1,111 @@
+"""The command line: history, revert and retract."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+
+from .common import AddParser, command, emit_json, open_vault
+
+log = logging.getLogger(__name__)
+
+
+def add_parsers(add: AddParser) -> None:
+    p: argparse.ArgumentParser
+    p = add("history", "operations on the wiki (from commit trailers), newest first")
+    p.add_argument("page", nargs="?", help="only commits that touched this page")
+    p.add_argument("--source", metavar="S", help="only operations on this source (raw/ path, src- page or hash)")
+    p.add_argument("--since", metavar="DATE", help="only operations since DATE (2026-04-01, '2 weeks ago')")
+    p.add_argument("--kind", metavar="K", help="ingest, lint-fix, review-approval, consolidation, revert, "
+                   "retract, answer, user-edit, init or manual")
+    p.add_argument("--limit", type=int, default=None, metavar="N", help="at most N operations")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p = add("revert", "undo one ingest with a new commit, keeping every later change")
+    p.add_argument("ingest", metavar="INGEST", help="the ingest's commit sha, or the source's path in raw/")
+    p = add("retract", "the source was wrong: strike its claims as retracted, restore what it replaced")
+    p.add_argument("source", metavar="SOURCE", help="the source's path in raw/, or its src- page name")
+    p.add_argument("--reason", metavar="TEXT", help="why, shown on the source page")
+
+
+@command("history")
+def cmd_history(args: argparse.Namespace) -> int:
+    from ..history.view import format_operation, operations, page_path
+    from ..intake.ledger import Ledger
+    from ..vcs.repo import GitRepo
+    from ..wiki.catalog import Catalog
+
+    config, vault = open_vault(args)
+    repo = GitRepo(vault.root, config.git.author_name, config.git.author_email)
+    path = None
+    if args.page:
+        catalog = Catalog(vault)
+        try:
+            path = page_path(vault, catalog, repo, args.page)
+        finally:
+            catalog.close()
+    aliases: dict[str, str] = {}
+    if args.source:
+        ledger = Ledger(vault.db_path)
+        try:
+            aliases = {r.page.rsplit("/", 1)[-1].casefold(): r.path for r in ledger.sources()}
+            aliases.update({r.sha256[:12]: r.path for r in ledger.sources()})
+        finally:
+            ledger.close()
+    ops = operations(repo, path=path, source=args.source, since=args.since, kind=args.kind,
+                     limit=args.limit, source_aliases=aliases)
+    if args.json:
+        emit_json({"page": path, "operations": [op.to_json() for op in ops]})
+        return 0
+    if not ops:
+        print("No operations match.")
+        return 0
+    if path:
+        print(f"History of {path} (newest first):")
+    for op in ops:
+        print("\n".join(format_operation(op)))
+    return 0
+
+
+@command("revert")
+def cmd_revert(args: argparse.Namespace) -> int:
+    from ..door.session import writing_session
+    from ..history.revert import revert_ingest
+
+    config, vault = open_vault(args)
+    with writing_session(config, vault, "revert") as session:
+        result = revert_ingest(session, args.ingest)
+    ref = result.ingest
+    print(f"Reverted the ingest of {ref.source_path} ({ref.commit.sha[:10]})"
+          + (f" in commit {result.commit[:10]}" if result.commit else " (nothing left to change)"))
+    for page in result.pages:
+        print(f"  changed wiki/{page}.md")
+    for page in result.deleted:
+        print(f"  removed wiki/{page}.md (created by that ingest)")
+    for line in result.restored:
+        print(f"  current again: {line}")
+    for line in result.removed:
+        print(f"  removed claim: {line}")
+    for warning in result.warnings:
+        print(f"  note: {warning}")
+    print(f"{ref.source_path} is recorded as reverted and will not be ingested again by itself.")
+    return 0
+
+
+@command("retract")
+def cmd_retract(args: argparse.Namespace) -> int:
+    from ..door.session import writing_session
+    from ..history.retract import retract_source
+
+    config, vault = open_vault(args)
+    with writing_session(config, vault, "retract") as session:
+        result = retract_source(session, args.source, reason=args.reason or "")
+    print(f"Retracted {result.source.path}" + (f" in commit {result.commit[:10]}" if result.commit else ""))
+    for line in result.retracted:
+        print(f"  struck as retracted: {line}")
+    for line in result.restored:
+        print(f"  current again: {line}")
+    for line in result.kept_struck:
+        print(f"  kept struck: {line}")
+    for page in result.prose:
+        print(f"  prose still cites it: wiki/{page}.md (run `wikiwright lint`)")
+    return 0

@@ -1,0 +1,75 @@
+"""The command line: lint and doctor."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+
+from ..core.errors import WikiwrightError
+from .common import AddParser, command, emit_json, open_vault
+
+log = logging.getLogger(__name__)
+
+
+def add_parsers(add: AddParser) -> None:
+    p: argparse.ArgumentParser
+    p = add("lint", "check the whole wiki: links, orphans, claims, index, front matter (exit 1 on findings)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--review", action="store_true", help="also add new findings to REVIEW.md (and commit it)")
+    p.add_argument("--all", action="store_true", help="include findings rejected or dismissed in REVIEW.md")
+    p = add("doctor", "check that nothing was lost (every source accounted for, commits, git, pages); "
+            "repairs only what is safe and says what it did")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--no-repair", action="store_true", help="only report; change nothing")
+
+
+@command("lint")
+def cmd_lint(args: argparse.Namespace) -> int:
+    import sqlite3
+
+    from ..upkeep.review import ReviewQueue
+
+    config, vault = open_vault(args)
+    queue = ReviewQueue(config, vault)
+    try:
+        report = queue.lint()
+        added: list[str] = []
+        if args.review:
+            added, _ = queue.sync_findings(report)
+    except (OSError, sqlite3.Error) as exc:
+        raise WikiwrightError(f"lint could not read the wiki: {exc}") from exc
+    finally:
+        queue.close()
+    shown = [*report.findings, *report.suppressed] if args.all else report.findings
+    if args.json:
+        data = report.to_dict()
+        data["findings"] = [f.to_dict() for f in shown]
+        data["added_to_review"] = added
+        emit_json(data)
+    else:
+        for finding in shown:
+            where = f"wiki/{finding.page}.md" + (f":{finding.line}" if finding.line else "")
+            print(f"{where}: {finding.kind}: {finding.message} [{finding.id}]")
+        note = f", {len(report.suppressed)} hidden by REVIEW.md answers (--all shows them)" if report.suppressed else ""
+        print(f"{len(report.findings)} finding(s) over {report.pages} pages in {report.seconds:.2f}s{note}")
+        if added:
+            print(f"{len(added)} new proposal(s) added to REVIEW.md")
+    return 1 if report.findings else 0
+
+
+@command("doctor")
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from ..upkeep.doctor import format_report, run_doctor
+
+    config, vault = open_vault(args)
+    report = run_doctor(config, vault, repair=not args.no_repair)
+    if args.json:
+        emit_json(report.to_dict())
+    else:
+        print(format_report(report))
+    return 0 if report.ok else 1
+
+
+
+
+# -- parser ---------------------------------------------------------------------------------

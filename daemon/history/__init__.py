@@ -1,0 +1,1 @@
+"""Reading and undoing history: the history view, revert, retract."""

@@ -1,0 +1,134 @@
+"""``wikiwright history``: the operations on the wiki, read from commit trailers.
+
+Every commit the daemon makes carries ``Wikiwright-Operation`` (ingest, lint-fix,
+review-approval, consolidation, revert, retract, answer, user-edit, init) and, where they
+apply, ``Wikiwright-Source`` and ``Wikiwright-Pages``. A commit without that trailer is a
+person's own commit and is shown as ``manual``. Read-only: safe while the daemon runs.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..core.errors import NotFound, WikiwrightError
+from ..core.vault import Vault
+from ..vcs.repo import CommitInfo, GitRepo
+from ..wiki.catalog import Catalog
+
+log = logging.getLogger(__name__)
+
+KINDS = ("ingest", "lint-fix", "review-approval", "consolidation", "revert", "retract", "answer",
+         "user-edit", "init", "manual")
+
+
+@dataclass(frozen=True)
+class Operation:
+    sha: str
+    date: str
+    kind: str
+    subject: str
+    author: str
+    source: str  # vault-relative path of the source, when the operation had one
+    pages: tuple[str, ...]
+    trailers: dict[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "sha": self.sha, "date": self.date, "kind": self.kind, "subject": self.subject,
+            "author": self.author, "source": self.source or None, "pages": list(self.pages),
+            "trailers": self.trailers,
+        }
+
+
+def source_path_of(trailers: dict[str, str]) -> str:
+    """``raw/x.md`` from a ``Wikiwright-Source: raw/x.md sha256:...`` trailer."""
+    value = trailers.get("Wikiwright-Source", "").strip()
+    return re.sub(r"\s+(sha256:[0-9a-f]+|\(.*\))$", "", value)
+
+
+def operation_of(commit: CommitInfo) -> Operation:
+    pages = tuple(p.strip() for p in commit.trailers.get("Wikiwright-Pages", "").split(",") if p.strip())
+    return Operation(
+        commit.sha, commit.date, commit.trailers.get("Wikiwright-Operation", "manual"), commit.subject,
+        commit.author, source_path_of(commit.trailers), pages, dict(commit.trailers),
+    )
+
+
+def page_path(vault: Vault, catalog: Catalog, repo: GitRepo, name: str) -> str:
+    """The vault-relative path of a page named as a person would: ``billing-api``,
+    ``[[Billing API]]``, ``wiki/sources/src-x.md``; pages deleted since are found in history."""
+    raw = name.strip()
+    if raw.startswith("[[") and raw.endswith("]]"):
+        raw = raw[2:-2].split("|", 1)[0].split("#", 1)[0]
+    raw = raw.removeprefix("./").removeprefix("wiki/").removesuffix(".md").strip()
+    if not raw:
+        raise WikiwrightError("history needs a page name, e.g. wikiwright history billing-api")
+    if (vault.wiki / f"{raw}.md").is_file():
+        return f"wiki/{raw}.md"
+    catalog.refresh()
+    found = catalog.resolve(raw)
+    if found is not None:
+        return f"wiki/{found}.md"
+    stem = raw.rsplit("/", 1)[-1]
+    try:
+        out = repo.run("log", "--format=", "--name-only", "--", f":(glob)wiki/**/{stem}.md", f"wiki/{stem}.md")
+    except Exception:  # git errors: treated as "not in history"
+        out = ""
+    paths = [line for line in out.splitlines() if line.strip()]
+    if paths:
+        return paths[0]
+    raise NotFound(f"no page {name!r} in the wiki or its history")
+
+
+def operations(
+    repo: GitRepo,
+    *,
+    path: str | None = None,
+    source: str | None = None,
+    since: str | None = None,
+    kind: str | None = None,
+    limit: int | None = None,
+    source_aliases: dict[str, str] | None = None,
+) -> list[Operation]:
+    """Operations newest first, filtered. ``source`` matches the source path (or a part of
+    it), the content hash prefix, or a source page name given in ``source_aliases``."""
+    if kind is not None and kind not in KINDS:
+        raise WikiwrightError(f"unknown kind {kind!r}; one of: {', '.join(KINDS)}")
+    args: list[str] = []
+    if since:
+        args.append(f"--since={since}")
+    if path:
+        args += ["--", path]
+    wanted_source = None
+    if source:
+        wanted_source = (source_aliases or {}).get(source.casefold(), source).casefold()
+        wanted_source = wanted_source.removeprefix("./")
+    result: list[Operation] = []
+    for commit in repo.log(*args):
+        op = operation_of(commit)
+        if kind and op.kind != kind:
+            continue
+        if wanted_source and wanted_source not in commit.trailers.get("Wikiwright-Source", "").casefold():
+            continue
+        result.append(op)
+        if limit and len(result) >= limit:
+            break
+    return result
+
+
+def format_operation(op: Operation) -> list[str]:
+    date = op.date[:16].replace("T", " ")
+    head = f"{op.sha[:10]} {date}  {op.kind:<15} {op.subject}"
+    lines = [head]
+    if op.source:
+        lines.append(f"{'':>28}source: {op.source}")
+    if op.pages:
+        shown = ", ".join(op.pages[:6]) + (f" (+{len(op.pages) - 6} more)" if len(op.pages) > 6 else "")
+        lines.append(f"{'':>28}pages: {shown}")
+    for key in ("Wikiwright-Claims", "Wikiwright-Reverts", "Wikiwright-Retracted"):
+        if key in op.trailers:
+            lines.append(f"{'':>28}{key.removeprefix('Wikiwright-').lower()}: {op.trailers[key]}")
+    return lines

@@ -1,0 +1,542 @@
+"""The model's operations contract: the JSON schema, the checks, and how code applies them.
+
+The model never writes files: it proposes operations (create a page, add to or replace a
+section, add a claim, close a question, add aliases or links) and this module checks each
+one and applies it to an in-memory copy of the pages. An operation that fails a check is
+*held* (with a reason, for REVIEW.md) and the others still apply. Claims, front matter
+(``sources``, ``updated``) and the Claims section are rendered here by code, never by the
+model; a claim that replaces a value strikes the old claim through on every page stating it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Any
+
+from ..core.errors import UnsafePathError
+from ..core.vault import Vault
+from ..wiki.pages import (
+    SPECIAL_PAGES,
+    Claim,
+    Page,
+    get_section,
+    iter_links,
+    parse_claim_line,
+    parse_page,
+    render_claims,
+    render_page,
+    set_section,
+    slugify,
+)
+
+log = logging.getLogger(__name__)
+
+MAX_TEXT = 8000  # characters in one section or page body from the model
+EDITABLE_TYPES = ["entity", "concept", "topic"]
+CODE_OWNED_SECTIONS = {"claims"}
+
+# -- the schema -------------------------------------------------------------------------------
+
+_PAGE = {"type": "string", "minLength": 1, "maxLength": 120}
+_TEXT = {"type": "string", "maxLength": MAX_TEXT}
+_HEADING = {"type": "string", "minLength": 1, "maxLength": 80}
+
+
+def _op(name: str, props: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {"op": {"type": "string", "const": name}, **props},
+        "required": ["op", *required],
+        "additionalProperties": False,
+    }
+
+
+OPERATION_SCHEMAS: dict[str, dict[str, Any]] = {
+    "create_page": _op("create_page", {
+        "page": _PAGE, "type": {"type": "string", "enum": EDITABLE_TYPES},
+        "title": {"type": "string", "minLength": 1, "maxLength": 120},
+        "summary": {"type": "string", "maxLength": 400}, "body": _TEXT,
+        "aliases": {"type": "array", "items": {"type": "string", "maxLength": 80}, "maxItems": 10},
+    }, ["page", "type", "title", "summary", "body"]),
+    "add_to_section": _op("add_to_section", {"page": _PAGE, "heading": _HEADING, "text": _TEXT},
+                          ["page", "heading", "text"]),
+    "replace_section": _op("replace_section", {"page": _PAGE, "heading": _HEADING, "text": _TEXT},
+                           ["page", "heading", "text"]),
+    "add_claim": _op("add_claim", {
+        "page": _PAGE, "key": {"type": "string", "minLength": 1, "maxLength": 100,
+                               "pattern": r"^[A-Za-z0-9][A-Za-z0-9_.\-/]*$"},
+        "value": {"type": "string", "minLength": 1, "maxLength": 300},
+        "as_of": {"type": "string", "pattern": r"^\d{4}-\d{2}-\d{2}$"},
+        "quote": {"type": "string", "minLength": 1, "maxLength": 1000},
+        "replaces": {"type": "boolean"},
+        "replaces_key": {"type": "string", "maxLength": 100},
+    }, ["page", "key", "value", "as_of", "quote", "replaces"]),
+    "close_question": _op("close_question", {
+        "page": _PAGE, "question": {"type": "string", "minLength": 1, "maxLength": 500},
+        "answer": {"type": "string", "minLength": 1, "maxLength": 500},
+    }, ["page", "question", "answer"]),
+    "add_aliases": _op("add_aliases", {
+        "page": _PAGE, "aliases": {"type": "array", "items": {"type": "string", "minLength": 1, "maxLength": 80},
+                                   "minItems": 1, "maxItems": 10},
+    }, ["page", "aliases"]),
+    "add_links": _op("add_links", {
+        "page": _PAGE, "links": {"type": "array", "items": _PAGE, "minItems": 1, "maxItems": 20},
+    }, ["page", "links"]),
+}
+
+REPLY_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "title": {"type": "string", "minLength": 1, "maxLength": 120},
+        "summary": {"type": "string", "maxLength": 1200},
+        "key_points": {"type": "array", "items": {"type": "string", "maxLength": 400}, "maxItems": 12},
+        "operations": {"type": "array", "items": {"anyOf": list(OPERATION_SCHEMAS.values())}, "maxItems": 60},
+    },
+    "required": ["title", "summary", "operations"],
+    "additionalProperties": False,
+}
+
+
+def schemas_document() -> dict[str, Any]:
+    """What ``wikiwright schema`` prints."""
+    return {"ingest_reply": REPLY_SCHEMA, "operations": OPERATION_SCHEMAS}
+
+
+# -- checks on model text -----------------------------------------------------------------------
+
+# Never written by the model, whatever the source says (outside code, where they are text).
+_ACTIVE_TAG_RE = re.compile(r"<\s*(script|object|embed|frame|frameset|applet|base|form|meta|link)\b",
+                            re.IGNORECASE)
+_IFRAME_RE = re.compile(r"<\s*iframe\b[^>]*>?", re.IGNORECASE)
+_MD_IMAGE_RE = re.compile(r"!\[[^\]]*\]\(\s*<?([a-z][a-z0-9+.-]*:[^)\s>]+)", re.IGNORECASE)
+_IMG_TAG_RE = re.compile(r"<\s*img\b[^>]*\bsrc\s*=\s*[\"']?([^\"'\s>]+)", re.IGNORECASE)
+_JS_URL_RE = re.compile(r"\]\(\s*<?\s*(javascript|vbscript|data):", re.IGNORECASE)
+_CODE_RE = re.compile(r"^(```|~~~).*?^\1[ \t]*$|`[^`\n]+`", re.DOTALL | re.MULTILINE)
+
+
+def unsafe_markup(text: str, source: str) -> str:
+    """A reason when ``text`` carries scripts, or remote images or iframes the source lacks."""
+    text = _CODE_RE.sub(" ", text)
+    lowered_source = source.casefold()
+    tag = _ACTIVE_TAG_RE.search(text)
+    if tag:
+        return f"contains a <{tag.group(1).lower()}> tag (active content is never written to a page)"
+    for match in _IFRAME_RE.finditer(text):
+        if match.group(0).casefold() not in lowered_source:
+            return "contains an <iframe> tag that is not in the source"
+    for pattern in (_MD_IMAGE_RE, _IMG_TAG_RE):
+        for match in pattern.finditer(text):
+            url = match.group(1)
+            if re.match(r"[a-z][a-z0-9+.-]*:", url, re.IGNORECASE) and url not in source:
+                return f"embeds a remote image ({url[:80]}) that is not in the source"
+    js = _JS_URL_RE.search(text)
+    if js:
+        return f"contains a {js.group(1).lower()}: link"
+    return ""
+
+
+def _squash(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _plain(text: str) -> str:
+    text = re.sub(r"[*_`~]", "", text)
+    text = text.replace("\u201c", '"').replace("\u201d", '"').replace("\u2018", "'").replace("\u2019", "'")
+    return _squash(text).casefold()
+
+
+def quote_in_source(quote: str, source: str) -> bool:
+    """The quote occurs in the source verbatim (whitespace runs and markdown emphasis aside)."""
+    quote = quote.strip().strip('"').strip()
+    if len(quote) < 8:
+        return False
+    if _squash(quote) in _squash(source):
+        return True
+    return _plain(quote) in _plain(source)
+
+
+def page_name_problem(name: str, vault: Vault) -> str:
+    """A reason when ``name`` breaks the page-naming rule or leaves wiki/, else ''."""
+    if name in ("index", "log"):
+        return f"{name}.md is built by code and cannot be edited by the model"
+    if "/" in name or "\\" in name or name.startswith("."):
+        return f"page name {name!r} names a folder or hidden file; pages are flat slugs"
+    if slugify(name) != name:
+        return f"page name {name!r} breaks the naming rule (expected {slugify(name)!r})"
+    try:
+        vault.wiki_path(f"{name}.md")
+    except UnsafePathError as exc:
+        return str(exc)
+    return ""
+
+
+# -- the workspace ------------------------------------------------------------------------------
+
+@dataclass
+class Held:
+    """An operation that was not applied, and why."""
+
+    page: str
+    reason: str
+    op: dict[str, Any]
+
+    def line(self) -> str:
+        return f"{self.page or '(no page)'}: {self.reason} — proposed {summarize_op(self.op)}"
+
+
+def summarize_op(op: dict[str, Any]) -> str:
+    kind = str(op.get("op", "?"))
+    detail = {k: v for k, v in op.items() if k not in ("op", "page", "body", "text")}
+    text = op.get("body") or op.get("text")
+    if text:
+        detail["text"] = _squash(str(text))[:80] + ("…" if len(str(text)) > 80 else "")
+    shown = json.dumps(detail, ensure_ascii=False)
+    return f"`{kind}` {shown[:300]}"
+
+
+@dataclass
+class PageState:
+    name: str
+    original: str | None  # text read from disk (None: a new page)
+    page: Page
+    touched: bool = False
+    created: bool = False
+
+    def render(self) -> str:
+        return render_page(self.page)
+
+
+@dataclass
+class Workspace:
+    """Pages as the ingest will leave them, built up one checked operation at a time."""
+
+    vault: Vault
+    source_stem: str  # e.g. src-inc-482
+    source_text: str
+    today: date
+    max_shrink: float
+    find_claim_pages: Callable[[str], list[str]]  # claim key -> pages that may state it
+    pages: dict[str, PageState] = field(default_factory=dict)
+    held: list[Held] = field(default_factory=list)
+    claims_added: int = 0
+    claims_superseded: int = 0
+    order: list[str] = field(default_factory=list)
+
+    # -- pages -------------------------------------------------------------------------
+
+    def read(self, name: str) -> PageState | None:
+        if name in self.pages:
+            return self.pages[name]
+        path = self.vault.wiki_path(f"{name}.md")
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+        try:
+            page = parse_page(text)
+        except ValueError:
+            return None  # unparsable front matter: leave the page to a person
+        state = PageState(name, text, page)
+        self.pages[name] = state
+        return state
+
+    def reload_untouched(self) -> list[str]:
+        """Re-read pages not yet changed here; returns those a person changed meanwhile.
+
+        Called after the model replied, so its operations apply to the newest text (a person
+        typing while the model was thinking) and a check that no longer holds holds the op.
+        """
+        changed = []
+        for name, state in list(self.pages.items()):
+            if state.touched or state.created:
+                continue
+            del self.pages[name]
+            fresh = self.read(name)
+            if fresh is None or fresh.original != state.original:
+                changed.append(name)
+        return changed
+
+    def _touch(self, state: PageState) -> None:
+        if not state.touched:
+            state.touched = True
+            self.order.append(state.name)
+        meta = state.page.meta
+        sources = meta.get("sources") or []
+        if not isinstance(sources, list):
+            sources = [sources]
+        if self.source_stem not in sources:
+            sources = [*sources, self.source_stem]
+        meta["sources"] = sources
+        meta["updated"] = self.today
+
+    def _ensure(self, name: str) -> PageState:
+        state = self.read(name)
+        if state is None:
+            title = name.replace("-", " ").strip().capitalize() or name
+            page = Page({"type": "stub", "title": title, "summary": "", "sources": [], "updated": self.today,
+                         "tags": [], "aliases": []}, f"# {title}\n")
+            state = PageState(name, None, page, created=True)
+            self.pages[name] = state
+        return state
+
+    def changed_pages(self) -> list[PageState]:
+        return [self.pages[n] for n in self.order if self.pages[n].render() != self.pages[n].original]
+
+    # -- applying ----------------------------------------------------------------------
+
+    def hold(self, op: dict[str, Any], reason: str) -> None:
+        page = str(op.get("page", ""))
+        self.held.append(Held(page, reason, op))
+        log.info("held back %s on %s: %s", op.get("op"), page, reason)
+
+    def apply(self, op: dict[str, Any]) -> bool:
+        """Check and apply one operation; a failing check holds it. Returns True if applied."""
+        name = str(op.get("page", ""))
+        problem = page_name_problem(name, self.vault)
+        if problem:
+            self.hold(op, problem)
+            return False
+        for key in ("body", "text", "summary", "title", "answer", "value"):
+            if isinstance(op.get(key), str):
+                reason = unsafe_markup(op[key], self.source_text)
+                if reason:
+                    self.hold(op, reason)
+                    return False
+        handler = getattr(self, f"_op_{op.get('op')}", None)
+        if handler is None:
+            self.hold(op, f"unknown operation {op.get('op')!r}")
+            return False
+        reason = handler(name, op)
+        if reason:
+            self.hold(op, reason)
+            return False
+        return True
+
+    def _op_create_page(self, name: str, op: dict[str, Any]) -> str:
+        if name in SPECIAL_PAGES:
+            return f"{name} exists already; add to one of its sections instead"
+        existing = self.read(name)
+        if existing is not None and not existing.created:
+            return f"wiki/{name}.md exists already; a new page would overwrite it"
+        body = _strip_code_sections(str(op["body"])).strip()
+        title = str(op["title"]).strip()
+        if not body.lstrip().startswith("# "):
+            body = f"# {title}\n\n{body}" if body else f"# {title}\n"
+        aliases = [a.strip() for a in op.get("aliases") or [] if a.strip() and "\n" not in a]
+        page = Page({"type": op["type"], "title": title, "summary": _squash(str(op["summary"])),
+                     "sources": [], "updated": self.today, "tags": [], "aliases": aliases}, body + "\n")
+        state = PageState(name, None, page, created=True)
+        self.pages[name] = state
+        self._touch(state)
+        return ""
+
+    def _section_target(self, name: str, heading: str) -> str:
+        if heading.strip().lstrip("#").strip().casefold() in CODE_OWNED_SECTIONS:
+            return "the Claims section is rendered by code; propose claims with add_claim"
+        if "\n" in heading:
+            return "a heading is one line"
+        return ""
+
+    def _op_add_to_section(self, name: str, op: dict[str, Any]) -> str:
+        heading = str(op["heading"]).strip().lstrip("#").strip()
+        problem = self._section_target(name, heading)
+        if problem:
+            return problem
+        text = _strip_code_sections(str(op["text"])).strip("\n")
+        if not text.strip():
+            return "nothing to add"
+        state = self._ensure(name)
+        body = state.page.body
+        current = get_section(body, heading)
+        if current is None:
+            new = f"## {heading}\n\n{text}\n"
+        else:
+            if _squash(text) in _squash(current):
+                return ""  # already there (a retried ingest): nothing to do
+            new = current.rstrip("\n") + "\n\n" + text + "\n"
+        state.page.body = _ensure_blank_before_sections(set_section(body, heading, new))
+        self._touch(state)
+        return ""
+
+    def _op_replace_section(self, name: str, op: dict[str, Any]) -> str:
+        heading = str(op["heading"]).strip().lstrip("#").strip()
+        problem = self._section_target(name, heading)
+        if problem:
+            return problem
+        state = self.read(name)
+        if state is None:
+            return f"wiki/{name}.md does not exist; nothing to replace"
+        current = get_section(state.page.body, heading)
+        if current is None:
+            return f"wiki/{name}.md has no section {heading!r} to replace"
+        text = _strip_code_sections(str(op["text"])).strip("\n")
+        lines = text.splitlines()
+        if lines and re.match(r"^#{1,6}\s", lines[0]):
+            text = "\n".join(lines[1:]).strip("\n")
+        old_body = current.split("\n", 1)[1] if "\n" in current else ""
+        old_links = {link.target.casefold() for link in iter_links(old_body)}
+        new_links = {link.target.casefold() for link in iter_links(text)}
+        lost = sorted(old_links - new_links)
+        if lost:
+            return f"replacing section {heading!r} would drop links to {', '.join(lost[:5])}"
+        old_claims = [line for line in old_body.splitlines() if parse_claim_line(line)]
+        if any(_squash(line) not in _squash(text) for line in old_claims):
+            return f"replacing section {heading!r} would drop claims"
+        old_len, new_len = len(_squash(old_body)), len(_squash(text))
+        if old_len and new_len < old_len * (1 - self.max_shrink):
+            return (f"replacing section {heading!r} would drop {100 - new_len * 100 // old_len}% of its text "
+                    f"(limit {self.max_shrink:.0%}, llm.max_section_shrink)")
+        state.page.body = set_section(state.page.body, heading, f"## {heading}\n\n{text}\n\n")
+        self._touch(state)
+        return ""
+
+    def _op_add_claim(self, name: str, op: dict[str, Any]) -> str:
+        quote = str(op["quote"])
+        if not quote_in_source(quote, self.source_text):
+            return f"the quote for `{op['key']}` is not found verbatim in the source: {quote[:120]!r}"
+        try:
+            date.fromisoformat(str(op["as_of"]))
+        except ValueError:
+            return f"as_of {op['as_of']!r} is not a real date"
+        key = str(op["key"]).strip()
+        value = _squash(str(op["value"])).replace("`", "'")
+        if "~~" in value or "[[" in value:
+            return "a claim value may not carry links or strike-through"
+        claim = Claim(key, value, str(op["as_of"]), self.source_stem)
+        state = self._ensure(name)
+        claims = _claims_of(state.page.body)
+        if any(c.key == key and c.value == value and c.is_current for c in claims):
+            pass  # stated already; nothing new on this page
+        else:
+            state.page.body = _add_claim_lines(state.page.body, [claim])
+            self.claims_added += 1
+            self._touch(state)
+        if op.get("replaces"):
+            old_key = str(op.get("replaces_key") or key).strip()
+            self._supersede(old_key, keep=(key, value))
+        return ""
+
+    def _supersede(self, old_key: str, keep: tuple[str, str]) -> None:
+        """Strike through every current claim of ``old_key`` (other than ``keep``) on every page."""
+        names = set(self.find_claim_pages(old_key)) | {n for n in self.pages if self.pages[n].original or
+                                                         self.pages[n].touched}
+        for name in sorted(names):
+            if page_name_problem(name, self.vault) and not name.startswith("sources/"):
+                continue
+            try:
+                state = self.read(name)
+            except UnsafePathError:
+                continue
+            if state is None:
+                continue
+            body, count = _strike_claims(state.page.body, old_key, keep, self.source_stem)
+            if count:
+                state.page.body = body
+                self.claims_superseded += count
+                self._touch(state)
+
+    def _op_close_question(self, name: str, op: dict[str, Any]) -> str:
+        state = self.read(name)
+        if state is None:
+            return f"wiki/{name}.md does not exist"
+        wanted = _plain(str(op["question"]))
+        lines = state.page.body.splitlines(keepends=True)
+        for index, line in enumerate(lines):
+            match = re.match(r"^(\s*[-*]\s+)\[ \]\s+(.*?)\s*$", line)
+            if match and (_plain(match.group(2)) == wanted or wanted in _plain(match.group(2))):
+                answer = _squash(str(op["answer"]))
+                lines[index] = (f"{match.group(1)}[x] {match.group(2)} — answered by [[{self.source_stem}]]: "
+                                f"{answer}\n")
+                state.page.body = "".join(lines)
+                self._touch(state)
+                return ""
+        return f"wiki/{name}.md has no open question {str(op['question'])[:80]!r}"
+
+    def _op_add_aliases(self, name: str, op: dict[str, Any]) -> str:
+        state = self.read(name)
+        if state is None:
+            return f"wiki/{name}.md does not exist"
+        current = state.page.aliases
+        known = {a.casefold() for a in current}
+        new = [a.strip() for a in op["aliases"] if a.strip() and "\n" not in a and a.strip().casefold() not in known]
+        if new:
+            state.page.meta["aliases"] = [*current, *new]
+            self._touch(state)
+        return ""
+
+    def _op_add_links(self, name: str, op: dict[str, Any]) -> str:
+        state = self._ensure(name)
+        targets = []
+        for target in op["links"]:
+            target = str(target).strip().removeprefix("[[").removesuffix("]]").split("|")[0].strip()
+            if not target or target == name:
+                continue
+            if page_name_problem(target, self.vault) and not target.startswith("src-"):
+                return f"link target {target!r} is not a valid page name"
+            targets.append(target)
+        section = get_section(state.page.body, "Related")
+        present = {link.target.casefold() for link in iter_links(section or "")}
+        added = [t for t in targets if t.casefold() not in present]
+        if added:
+            head = section.rstrip("\n") + "\n" if section else "## Related\n\n"
+            new = head + "".join(f"- [[{t}]]\n" for t in added)
+            state.page.body = _ensure_blank_before_sections(set_section(state.page.body, "Related", new))
+            self._touch(state)
+        return ""
+
+
+# -- body helpers --------------------------------------------------------------------------
+
+def _strip_code_sections(text: str) -> str:
+    """Drop a ``## Claims`` section from model text: claims are added by add_claim only."""
+    out, skipping = [], False
+    for line in text.splitlines(keepends=True):
+        heading = re.match(r"^#{1,2}\s+(.+?)\s*$", line)
+        if heading:
+            skipping = heading.group(1).strip().casefold() in CODE_OWNED_SECTIONS
+        if not skipping:
+            out.append(line)
+    return "".join(out)
+
+
+def _ensure_blank_before_sections(body: str) -> str:
+    return re.sub(r"([^\n])\n(## )", r"\1\n\n\2", body)
+
+
+def _claims_of(body: str) -> list[Claim]:
+    section = get_section(body, "Claims")
+    if section is None:
+        return []
+    return [c for c in (parse_claim_line(line) for line in section.splitlines()) if c is not None]
+
+
+def _add_claim_lines(body: str, claims: list[Claim]) -> str:
+    """Append claim lines at the end of the Claims section, keeping every other line in it."""
+    section = get_section(body, "Claims")
+    if section is None:
+        return _ensure_blank_before_sections(set_section(body, "Claims", render_claims(claims)))
+    lines = section.rstrip("\n").splitlines()
+    new = "\n".join([*lines, *[c.render() for c in claims]]) + "\n\n"
+    return set_section(body, "Claims", new)
+
+
+def _strike_claims(body: str, key: str, keep: tuple[str, str], by: str) -> tuple[str, int]:
+    section = get_section(body, "Claims")
+    if section is None:
+        return body, 0
+    count = 0
+    lines = section.splitlines(keepends=True)
+    for index, line in enumerate(lines):
+        claim = parse_claim_line(line.rstrip("\n"))
+        if claim is None or not claim.is_current or claim.key != key:
+            continue
+        if (claim.key, claim.value) == keep or claim.source == by:
+            continue
+        lines[index] = claim.with_status("superseded", by).render() + "\n"
+        count += 1
+    return (set_section(body, "Claims", "".join(lines)), count) if count else (body, 0)

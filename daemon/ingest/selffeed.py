@@ -1,0 +1,65 @@
+"""Recognise the daemon's own pages when they come back through raw/ (a self-feeding loop).
+
+A page copied from ``wiki/`` into ``raw/`` (by a person, a sync tool or an export script)
+would be ingested into a page about itself, whose copy would be ingested again, and so on;
+with a model that costs money each round. Such a source is skipped with
+:data:`SELF_FEEDING_RULE`. It is recognised by
+
+- a marker only the daemon writes: the generated index block, or front matter with a page
+  ``type`` and one of the keys the engines stamp on their pages (``engine``, ``source_path``,
+  ``sha256``); or
+- its content: the git blob id of the bytes equals what the daemon last wrote to a page, or
+  a blob one of the daemon's commits put under ``wiki/``.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import git
+
+from ..intake.ledger import Ledger
+from ..vcs.repo import GitRepo, git_blob_id
+from ..wiki.index import INDEX_START
+from ..wiki.pages import PAGE_TYPES, FrontMatterError, parse_page
+
+log = logging.getLogger(__name__)
+
+SELF_FEEDING_RULE = "self-feeding: this is one of wikiwright's own pages"
+ENGINE_KEYS = ("engine", "source_path", "sha256")
+
+
+def has_page_marker(text: str) -> bool:
+    if INDEX_START in text:
+        return True
+    try:
+        meta = parse_page(text).meta
+    except FrontMatterError:
+        return False
+    return str(meta.get("type", "")) in PAGE_TYPES and any(key in meta for key in ENGINE_KEYS)
+
+
+def in_wiki_history(repo: GitRepo, blob: str, author: str) -> bool:
+    """True when a commit by the daemon (``author``) put exactly these bytes under wiki/."""
+    try:
+        repo.run("cat-file", "-e", f"{blob}^{{blob}}")
+    except git.GitCommandError:
+        return False  # the common case: bytes git has never seen; one cheap call
+    try:
+        return bool(repo.run(
+            "log", "--all", "-n1", "--format=%H", "--fixed-strings", f"--author={author}", f"--find-object={blob}",
+            "--", "wiki",
+        ).strip())
+    except git.GitCommandError:
+        return False
+
+
+def is_own_page(ledger: Ledger, repo: GitRepo, data: bytes, author: str) -> bool:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        text = ""
+    if text and has_page_marker(text):
+        return True
+    blob = git_blob_id(data)
+    return ledger.is_page_blob(blob) or in_wiki_history(repo, blob, author)

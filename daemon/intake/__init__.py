@@ -1,0 +1,3 @@
+"""How a file enters: the watcher and rescans, the durable queue and source ledger, reading and
+decoding sources.
+"""

@@ -1,0 +1,1 @@
+"""Agents' memory: daily logs, hooks, and their consolidation into topic pages."""

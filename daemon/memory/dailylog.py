@@ -1,0 +1,423 @@
+"""Daily logs: the format, its parser, the safe appender, and secret redaction.
+
+One file per day, ``logs/YYYY-MM-DD.md``, append-only::
+
+    # 2026-11-29
+
+    ## Session 14:05 UTC — claude-code: billing
+    ### Decisions
+    - 🔴 Deploys go through the staging gate from now on
+    ### What Changed
+    - 🟡 Working on the billing export
+    - 🟢 Restarted the dev server twice
+
+A ``## Session HH:MM <tz>`` heading opens a session block (an optional `` — label`` names
+where it came from); ``### `` headings inside it name sections (What Changed, What Worked,
+What Didn't, Patterns Learned, Decisions — others are allowed); every bullet or prose line is
+an observation, optionally starting with a priority marker: 🔴 durable rule or decision,
+🟡 working context, 🟢 ephemeral.
+
+Appending takes an exclusive ``flock`` on the day's file, writes with ``O_APPEND`` and never
+rewrites a byte already there; every text is redacted before it reaches the file.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import logging
+import os
+import re
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from pathlib import Path
+
+from ..core.errors import WikiwrightError
+
+log = logging.getLogger(__name__)
+
+SECTIONS = ("What Changed", "What Worked", "What Didn't", "Patterns Learned", "Decisions")
+MARKERS = {"🔴": "durable", "🟡": "context", "🟢": "ephemeral"}
+PRIORITY_MARKER = {value: key for key, value in MARKERS.items()}
+LOG_NAME_RE = re.compile(r"^(\d{4}-\d{2}-\d{2})\.md$")
+SESSION_RE = re.compile(
+    r"^##[ \t]+Session[ \t]+(?P<time>\d{1,2}:\d{2})(?:[ \t]+(?P<tz>[^\s—]+))?(?:[ \t]+—[ \t]*(?P<label>.*?))?[ \t]*$"
+)
+_SECTION_RE = re.compile(r"^#{3,6}[ \t]+(?P<name>.+?)[ \t]*#*[ \t]*$")
+_BULLET_RE = re.compile(r"^[ \t]*(?:[-*+]|\d{1,3}[.)])[ \t]+(?P<text>.*)$")
+_FENCE_RE = re.compile(r"^[ \t]*(```|~~~)")
+# Aliases people and hooks type for the canonical sections.
+_SECTION_ALIASES = {
+    "changed": "What Changed", "what changed": "What Changed", "changes": "What Changed",
+    "worked": "What Worked", "what worked": "What Worked",
+    "didnt": "What Didn't", "didn't": "What Didn't", "what didnt": "What Didn't", "what didn't": "What Didn't",
+    "failed": "What Didn't",
+    "patterns": "Patterns Learned", "patterns learned": "Patterns Learned", "learned": "Patterns Learned",
+    "decisions": "Decisions", "decision": "Decisions", "decided": "Decisions",
+}
+MAX_BLOCK_BYTES = 64_000
+LOCK_TIMEOUT = 10.0
+
+
+class LogWriteError(WikiwrightError):
+    """A daily log cannot be appended to (busy, unsafe path, unwritable)."""
+
+
+# --- redaction ------------------------------------------------------------------------
+
+_SECRET_PATTERNS: tuple[tuple[str, re.Pattern[str], str], ...] = (
+    ("private-key", re.compile(
+        r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)",
+        re.DOTALL), "[REDACTED:private-key]"),
+    ("openai-key", re.compile(r"\bsk-(?:[A-Za-z0-9]+-)*[A-Za-z0-9_\-]{16,}"), "[REDACTED:api-key]"),
+    ("stripe-key", re.compile(r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{10,}"), "[REDACTED:api-key]"),
+    ("aws-key", re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[0-9A-Z]{16}\b"), "[REDACTED:aws-key]"),
+    ("github-token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{22,})"),
+     "[REDACTED:github-token]"),
+    ("slack-token", re.compile(r"\bxox[abeoprs]-[A-Za-z0-9-]{10,}"), "[REDACTED:slack-token]"),
+    ("google-key", re.compile(r"\bAIza[0-9A-Za-z_\-]{35}\b"), "[REDACTED:api-key]"),
+    ("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), "[REDACTED:jwt]"),
+    ("bearer", re.compile(r"(?i)\b(bearer|token)([ \t]+)(?!\[REDACTED)[A-Za-z0-9._~+/\-]{12,}=*"),
+     r"\1\2[REDACTED:token]"),
+    ("url-password", re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://[^\s:/@]+:)[^\s@/]+@"), r"\1[REDACTED]@"),
+    # key=value / key: value for names that hold secrets; the name stays so the line still reads.
+    ("assignment", re.compile(
+        r"(?i)\b((?:[a-z0-9_\-]*?)(?:password|passwd|pwd|passphrase|secret|api[_\-]?key|access[_\-]?key|"
+        r"auth[_\-]?token|access[_\-]?token|client[_\-]?secret|private[_\-]?key)[a-z0-9_\-]*)"
+        r"([ \t]*[=:][ \t]*)(?!\[REDACTED)(?:\"[^\"\n]*\"|'[^'\n]*'|[^\s,;]+)"),
+     r"\1\2[REDACTED]"),
+    # Any other "...token = value" or "..._KEY = value" whose value looks like a credential.
+    ("token-assignment", re.compile(
+        r"(?i)\b([a-z0-9_\-]*token|[a-z0-9_\-]*[_\-]key)([ \t]*[=:][ \t]*)(?!\[REDACTED)"
+        r"[\"']?[A-Za-z0-9_\-.~+/]{8,}=*[\"']?"),
+     r"\1\2[REDACTED]"),
+)
+REDACTED_RE = re.compile(r"\[REDACTED(?::[a-z\-]+)?\]")
+
+
+def redact(text: str) -> str:
+    """Replace API keys, tokens, passwords and private keys with ``[REDACTED:kind]``."""
+    for _name, pattern, replacement in _SECRET_PATTERNS:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+# --- the parsed form --------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Observation:
+    text: str  # without bullet and marker
+    priority: str  # durable | context | ephemeral | "" (unmarked)
+    section: str  # canonical section name, "" before any section heading
+    day: date
+    session: int  # index of the session within its day's file
+    offset: int  # byte offset of the line in the file
+
+
+@dataclass
+class Session:
+    day: date
+    time: str  # HH:MM
+    tz: str
+    label: str
+    offset: int  # byte offset of the heading line
+    index: int
+    observations: list[Observation] = field(default_factory=list)
+
+    @property
+    def key(self) -> str:
+        return f"{self.day.isoformat()} {self.time} #{self.index}"
+
+
+@dataclass
+class DailyLog:
+    day: date
+    sessions: list[Session]
+    size: int  # bytes parsed
+    loose: list[Observation] = field(default_factory=list)  # lines before the first session
+
+    def observations(self, since_offset: int = 0) -> Iterator[Observation]:
+        for obs in self.loose:
+            if obs.offset >= since_offset:
+                yield obs
+        for session in self.sessions:
+            for obs in session.observations:
+                if obs.offset >= since_offset:
+                    yield obs
+
+    def sessions_since(self, offset: int) -> list[Session]:
+        return [s for s in self.sessions if s.offset >= offset]
+
+
+def canonical_section(name: str) -> str:
+    cleaned = re.sub(r"[*_`:]+", "", name).strip()
+    alias = _SECTION_ALIASES.get(cleaned.casefold().replace("’", "'"))
+    if alias:
+        return alias
+    for known in SECTIONS:
+        if known.casefold() == cleaned.casefold():
+            return known
+    return cleaned[:60]
+
+
+def split_marker(text: str) -> tuple[str, str]:
+    """``(priority, text without the marker)``; the marker may follow a checkbox or emphasis."""
+    stripped = text.strip()
+    for marker, priority in MARKERS.items():
+        if stripped.startswith(marker):
+            return priority, stripped[len(marker):].lstrip(" \t:-—").strip()
+    return "", stripped
+
+
+def day_of(path: Path) -> date | None:
+    match = LOG_NAME_RE.match(path.name)
+    if not match:
+        return None
+    try:
+        return date.fromisoformat(match.group(1))
+    except ValueError:
+        return None
+
+
+def parse_log(text: str, day: date) -> DailyLog:
+    """Sessions and observations of one day's log. Never fails: odd lines become prose."""
+    sessions: list[Session] = []
+    loose: list[Observation] = []
+    section = ""
+    offset = 0
+    in_fence = False
+    current: Session | None = None
+    last: Observation | None = None
+    last_list: list[Observation] | None = None
+
+    def add(text_: str, at: int) -> None:
+        nonlocal last, last_list
+        priority, clean = split_marker(text_)
+        if not clean:
+            return
+        target = current.observations if current else loose
+        obs = Observation(clean, priority, section, day, current.index if current else -1, at)
+        target.append(obs)
+        last, last_list = obs, target
+
+    for raw_line in text.splitlines(keepends=True):
+        at = offset
+        offset += len(raw_line.encode("utf-8"))
+        line = raw_line.rstrip("\r\n")
+        if _FENCE_RE.match(line):
+            in_fence = not in_fence
+            last = None
+            continue
+        if in_fence:
+            continue  # code snippets are never observations
+        heading = SESSION_RE.match(line)
+        if heading:
+            current = Session(day, heading.group("time").zfill(5), heading.group("tz") or "",
+                              (heading.group("label") or "").strip(), at, len(sessions))
+            sessions.append(current)
+            section, last = "", None
+            continue
+        if line.startswith("#"):
+            sec = _SECTION_RE.match(line)
+            if sec:
+                section = canonical_section(sec.group("name"))
+            last = None  # a "# date" title or any other heading
+            continue
+        if not line.strip() or line.strip().startswith("<!--"):
+            last = None
+            continue
+        bullet = _BULLET_RE.match(line)
+        if bullet:
+            add(bullet.group("text"), at)
+        elif line[:1] in (" ", "\t") and last is not None and last_list is not None:
+            # A continuation line of the previous bullet.
+            merged = Observation(f"{last.text} {line.strip()}", last.priority, last.section, last.day,
+                                 last.session, last.offset)
+            last_list[-1] = merged
+            last = merged
+        else:
+            add(line, at)
+    return DailyLog(day, sessions, offset, loose)
+
+
+def iter_log_files(logs_dir: Path) -> list[tuple[date, Path]]:
+    """Daily log files in date order (names that are not ``YYYY-MM-DD.md`` are ignored)."""
+    found = []
+    try:
+        entries = list(os.scandir(logs_dir))
+    except FileNotFoundError:
+        return []
+    for entry in entries:
+        path = Path(entry.path)
+        day = day_of(path)
+        if day is not None and entry.is_file(follow_symlinks=False):
+            found.append((day, path))
+    return sorted(found)
+
+
+# --- writing ----------------------------------------------------------------------------
+
+def tz_label(when: datetime) -> str:
+    name = when.strftime("%Z")
+    if name and re.fullmatch(r"[A-Za-z]{2,6}", name):
+        return name
+    offset = when.strftime("%z")
+    return f"UTC{offset[:3]}:{offset[3:]}" if offset else "UTC"
+
+
+def clean_label(label: str) -> str:
+    return " ".join(redact(label).split())[:120]
+
+
+def session_heading(when: datetime, label: str = "") -> str:
+    clean = clean_label(label)
+    return f"## Session {when:%H:%M} {tz_label(when)}" + (f" — {clean}" if clean else "")
+
+
+def normalise_body(text: str, section: str | None = None) -> list[str]:
+    """The lines of a session block body: redacted, headings demoted, bare lines bulleted.
+
+    ``#``/``##`` headings in the text would open a fake session, so they become ``###``.
+    """
+    text = redact(text.replace("\r\n", "\n").replace("\r", "\n"))
+    lines: list[str] = []
+    if section:
+        lines.append(f"### {canonical_section(section)}")
+    in_fence = False
+    for line in text.split("\n"):
+        stripped = line.rstrip()
+        if _FENCE_RE.match(stripped):
+            in_fence = not in_fence
+            lines.append(stripped)
+            continue
+        if in_fence:
+            lines.append(stripped)
+            continue
+        if not stripped.strip():
+            continue
+        if stripped.startswith("#"):
+            name = stripped.lstrip("#").strip()
+            if name:
+                lines.append(f"### {canonical_section(name)}")
+            continue
+        if _BULLET_RE.match(stripped) or stripped[:1] in (" ", "\t"):
+            lines.append(stripped)
+        else:
+            lines.append(f"- {stripped}")
+    if in_fence:
+        lines.append("```")  # never leave a fence open: it would swallow later sessions
+    return lines
+
+
+def render_block(lines: list[str], heading: str | None) -> str:
+    out: list[str] = []
+    if heading:
+        out.append(heading)
+    for line in lines:
+        if line.startswith("### ") and len(out) > (1 if heading else 0):
+            out.append("")
+        out.append(line)
+    block = "\n".join(out) + "\n"
+    data = block.encode("utf-8")
+    if len(data) > MAX_BLOCK_BYTES:
+        block = data[:MAX_BLOCK_BYTES].decode("utf-8", errors="ignore").rsplit("\n", 1)[0]
+        block += "\n- (block truncated: over 64 KB)\n"
+    return block
+
+
+@dataclass(frozen=True)
+class AppendResult:
+    path: Path
+    new_session: bool
+    bytes_written: int
+
+
+def _lock(fd: int, path: Path, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except OSError as exc:
+            if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                raise
+            if time.monotonic() >= deadline:
+                raise LogWriteError(f"{path} is locked by another writer for over {timeout:.0f}s") from None
+            time.sleep(0.02)
+
+
+def _last_session_tail(fd: int, size: int) -> tuple[str, str]:
+    """Heading and last section name of the file's last session block (from its tail)."""
+    start = max(0, size - 65536)
+    tail = os.pread(fd, size - start, start).decode("utf-8", errors="replace")
+    heading, section = "", ""
+    for line in tail.splitlines():
+        if SESSION_RE.match(line):
+            heading, section = line, ""
+        elif line.startswith("### "):
+            section = line
+    return heading, section
+
+
+def append_session(
+    logs_dir: Path,
+    body: str | Iterable[str],
+    *,
+    section: str | None = None,
+    label: str = "",
+    when: datetime | None = None,
+    continue_label: bool = False,
+    lock_timeout: float = LOCK_TIMEOUT,
+) -> AppendResult | None:
+    """Append one session block to the day's log; returns None when there was nothing to log.
+
+    With ``continue_label``, lines are added to the file's last block instead when that block
+    carries the same label (a git hook adding commit after commit to one block of the day):
+    still an append, and a run of commits counts as one session.
+    """
+    when = (when or datetime.now().astimezone())
+    if when.tzinfo is None:
+        when = when.astimezone()
+    text = body if isinstance(body, str) else "\n".join(body)
+    lines = normalise_body(text, section)
+    if not [line for line in lines if not line.startswith("### ")]:
+        return None
+    heading = session_heading(when, label)
+    logs_dir.mkdir(parents=True, exist_ok=True)
+    path = logs_dir / f"{when:%Y-%m-%d}.md"
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise LogWriteError(f"{path} is a symbolic link; daily logs are never written through links") from None
+        raise LogWriteError(f"cannot open {path}: {exc.strerror}") from None
+    try:
+        _lock(fd, path, lock_timeout)
+        size = os.fstat(fd).st_size
+        prefix = ""
+        new_session = True
+        if size == 0:
+            prefix = f"# {when:%Y-%m-%d}\n\n"
+        else:
+            if os.pread(fd, 1, size - 1) != b"\n":
+                prefix = "\n"
+            if continue_label and label:
+                last_heading, last_section = _last_session_tail(fd, size)
+                match = SESSION_RE.match(last_heading)
+                if match and (match.group("label") or "").strip() == clean_label(label):
+                    new_session = False
+                    if lines and lines[0] == last_section:
+                        lines = lines[1:]
+            if new_session:
+                prefix += "\n"
+        block = render_block(lines, heading if new_session else None)
+        data = (prefix + block).encode("utf-8")
+        written = 0
+        while written < len(data):
+            written += os.write(fd, data[written:])
+        os.fsync(fd)
+    finally:
+        os.close(fd)  # closing drops the flock
+    return AppendResult(path, new_session, len(data))

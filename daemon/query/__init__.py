@@ -1,0 +1,1 @@
+"""Answering from the wiki: search and ask."""

@@ -1,0 +1,1 @@
+"""The long-running process: threads, scheduler, signals, health, the service files, status."""

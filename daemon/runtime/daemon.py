@@ -1,0 +1,305 @@
+"""The long-running process: threads, scheduler, signals, sd_notify, heartbeat.
+
+No business logic lives here; it wires the watcher, the stability checker, the worker
+pipeline and the periodic jobs together and keeps them alive.
+
+Shape: ``setup; while not stopped: once(); finally teardown``. Signal handlers only set
+flags: the first SIGTERM/SIGINT asks for a clean stop (the current job finishes or is
+abandoned before it writes), a second one makes the main loop exit at once.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from types import FrameType
+from typing import Any
+
+from ..core.config import Config
+from ..core.fsutil import atomic_write_text
+from ..core.vault import Vault, VaultLock
+from ..ingest.pipeline import Pipeline
+from ..intake.ledger import Ledger
+from ..intake.watch import Registrar, StabilityTracker, Watcher
+from ..runtime.notify import sd_notify, watchdog_interval
+from ..vcs.repo import GitRepo
+from ..wiki.catalog import Catalog
+
+log = logging.getLogger(__name__)
+
+HEARTBEAT_SECONDS = 5.0
+FORCED_EXIT_CODE = 130
+
+
+@dataclass
+class PeriodicJob:
+    """A job the scheduler runs every ``seconds`` (coalesced: a sleeping laptop catches up once)."""
+
+    name: str
+    seconds: float
+    func: Callable[[], Any]
+
+
+@dataclass
+class Health:
+    started_at: float = field(default_factory=time.time)
+    last_rescan: float = 0.0
+    missed_by_watcher: int = 0
+    last_ingest: float = 0.0
+    worker_beats: dict[str, float] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+
+class Daemon:
+    def __init__(self, config: Config, vault: Vault, extra_jobs: list[PeriodicJob] | None = None) -> None:
+        self.config = config
+        self.vault = vault
+        self.stop_requested = threading.Event()
+        self.force_exit = False
+        self.work_ready = threading.Event()
+        self.health = Health()
+        self.extra_jobs = extra_jobs or []
+        self._threads: list[threading.Thread] = []
+        self._lock = VaultLock(vault, "run")
+        self._last_heartbeat = 0.0
+        self._watchdog_every = watchdog_interval()
+        self._last_watchdog = 0.0
+        # A worker beats between jobs; one job may take this long before it counts as stuck.
+        self._job_limit = max(
+            300.0, config.llm.timeout * (config.llm.max_retries + 1) + config.git.lock_retry_seconds + 60
+        )
+
+    # -- signals ---------------------------------------------------------------------
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        if self.stop_requested.is_set():
+            self.force_exit = True
+        self.stop_requested.set()
+
+    def install_signal_handlers(self) -> None:
+        signal.signal(signal.SIGTERM, self._on_signal)
+        signal.signal(signal.SIGINT, self._on_signal)
+
+    # -- life ------------------------------------------------------------------------
+
+    def run(self) -> int:
+        self.install_signal_handlers()
+        self._lock.acquire()  # raises VaultLockedError before anything else starts
+        try:
+            self.setup()
+            while not self.stop_requested.is_set():
+                self.once()
+            log.info("stopping: finishing the current job")
+            sd_notify("STOPPING=1")
+        finally:
+            code = self.teardown()
+        return code
+
+    def setup(self) -> None:
+        self.ledger = Ledger(self.vault.db_path)
+        self.catalog = Catalog(self.vault)
+        self.repo = GitRepo(
+            self.vault.root, self.config.git.author_name, self.config.git.author_email,
+            self.config.git.lock_retry_seconds,
+            on_wait=lambda message: self.ledger.set_notice("git", message),
+        )
+        from ..upkeep.doctor import sweep_own_temp_files
+
+        for removed in sweep_own_temp_files(self.vault):
+            log.info("removed a temporary file left by an interrupted write: %s", removed)
+        resumed = self.ledger.reset_running()
+        if resumed:
+            log.info("resuming %d job(s) interrupted by the last stop", resumed)
+        self.ledger.clear_notice("git")
+        self.catalog.refresh()
+        self.pipeline = Pipeline(self.config, self.vault, self.ledger, self.catalog, self.repo,
+                                 planner=self._planner(), stop=self.stop_requested)
+        self.registrar = Registrar(self.vault, self.ledger, self.config.ingest.max_source_bytes, self.work_ready)
+        self.tracker = StabilityTracker(self.config.watch, self.registrar)
+        self.watcher = Watcher(self.vault, self.config.watch, self.tracker)
+        # Start watching first, then rescan: a file landing in between is seen by one of them.
+        self.watcher.start()
+        self.tracker.rescan()
+        self.health.last_rescan = time.time()
+        self._spawn("stability", self._stability_loop)
+        for n in range(self.config.ingest.workers):
+            self._spawn(f"worker-{n + 1}", self._worker_loop)
+        self._start_scheduler()
+        self.work_ready.set()
+        engine = self.pipeline.planner.engine
+        log.info("watching %s (engine: %s, %d worker(s))", self.vault.root, engine, self.config.ingest.workers)
+        sd_notify(f"READY=1\nSTATUS=watching {self.vault.root} (engine: {engine})")
+        self.write_heartbeat()
+
+    def _planner(self) -> Any:
+        if not self.config.llm.enabled:
+            return None
+        from ..ingest.llm_planner import ModelPlanner
+
+        return ModelPlanner(self.config, self.vault, self.ledger, self.catalog)
+
+    def once(self) -> None:
+        self.stop_requested.wait(1.0)
+        now = time.time()
+        if now - self._last_heartbeat >= HEARTBEAT_SECONDS:
+            self.write_heartbeat()
+        problems = self.health_problems()
+        if problems != self.health.problems:
+            if problems:
+                log.warning("unhealthy: %s", "; ".join(problems))
+            elif self.health.problems:
+                log.info("healthy again")
+            self.health.problems = problems
+            self.write_heartbeat()
+        # Pings only while every part is alive: a hung worker or dead watcher that this loop
+        # cannot repair lets systemd's watchdog restart the whole process.
+        if self._watchdog_every and now - self._last_watchdog >= self._watchdog_every and not problems:
+            sd_notify("WATCHDOG=1")
+            self._last_watchdog = now
+        if not self.watcher.alive() and not self.stop_requested.is_set():
+            log.warning("the file watcher died; restarting it and rescanning")
+            self.watcher.stop()
+            self.watcher.start()
+            self._rescan_job()
+
+    def teardown(self) -> int:
+        scheduler = getattr(self, "scheduler", None)
+        if scheduler is not None:
+            scheduler.shutdown(wait=False)
+        watcher = getattr(self, "watcher", None)
+        if watcher is not None:
+            watcher.stop()
+        self.stop_requested.set()
+        self.work_ready.set()
+        for thread in self._threads:
+            while thread.is_alive():
+                thread.join(timeout=0.2)
+                if self.force_exit:
+                    log.warning("second signal: exiting now; the interrupted job resumes on the next start")
+                    os._exit(FORCED_EXIT_CODE)
+        if hasattr(self, "ledger"):
+            self.write_heartbeat(stopped=True)
+            self.ledger.close()
+        if hasattr(self, "catalog"):
+            self.catalog.close()
+        self._lock.release()
+        log.info("stopped")
+        return 0
+
+    # -- threads ---------------------------------------------------------------------
+
+    def _spawn(self, name: str, target: Callable[[], None]) -> None:
+        thread = threading.Thread(target=self._guard(name, target), name=name, daemon=True)
+        thread.start()
+        self._threads.append(thread)
+
+    def _guard(self, name: str, target: Callable[[], None]) -> Callable[[], None]:
+        def run() -> None:
+            while not self.stop_requested.is_set():
+                try:
+                    target()
+                    return
+                except Exception:
+                    # A bug must not silently kill a thread the daemon depends on.
+                    log.exception("thread %s failed; restarting it in 5 s", name)
+                    self.stop_requested.wait(5.0)
+
+        return run
+
+    def _stability_loop(self) -> None:
+        poll = self.config.watch.poll_interval_seconds
+        while not self.stop_requested.is_set():
+            self.tracker.check()
+            changed = self.watcher.page_changes.take()
+            if changed:
+                # A person's edit in Obsidian reaches search, routing and linking within a poll.
+                self.catalog.refresh(changed)
+            self.health.worker_beats["stability"] = time.time()
+            self.stop_requested.wait(poll)
+
+    def _worker_loop(self) -> None:
+        name = threading.current_thread().name
+        while not self.stop_requested.is_set():
+            self.health.worker_beats[name] = time.time()
+            result = self.pipeline.drain_once()
+            if result is not None and result.state == "ingested":
+                self.health.last_ingest = time.time()
+            if result is None:
+                self.work_ready.wait(0.5)
+                self.work_ready.clear()
+
+    def _rescan_job(self) -> None:
+        found = self.tracker.rescan()
+        self.health.last_rescan = time.time()
+        if found:
+            self.health.missed_by_watcher += found
+            log.info("rescan found %d file(s) the watcher had not reported", found)
+
+    def _start_scheduler(self) -> None:
+        from apscheduler.schedulers.background import BackgroundScheduler
+
+        self.scheduler = BackgroundScheduler(
+            job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": None}
+        )
+        jobs = [PeriodicJob("rescan", self.config.watch.rescan_minutes * 60, self._rescan_job), *self.extra_jobs]
+        for job in jobs:
+            self.scheduler.add_job(job.func, "interval", seconds=job.seconds, id=job.name, name=job.name)
+        self.scheduler.start()
+
+    # -- health ----------------------------------------------------------------------
+
+    def health_problems(self) -> list[str]:
+        """What is wrong right now, in words; empty when every part is alive and moving."""
+        now = time.time()
+        problems = []
+        watcher = getattr(self, "watcher", None)
+        if watcher is None or not watcher.alive():
+            problems.append("file watcher is not running")
+        for thread in self._threads:
+            if not thread.is_alive() and not self.stop_requested.is_set():
+                problems.append(f"thread {thread.name} has stopped")
+        for name, beat in sorted(self.health.worker_beats.items()):
+            limit = 120.0 if name == "stability" else self._job_limit
+            if now - beat > limit:
+                problems.append(f"{name} has made no progress for over {limit:.0f}s")
+        scheduler = getattr(self, "scheduler", None)
+        if scheduler is not None and not scheduler.running:
+            problems.append("scheduler is not running")
+        return problems
+
+    def healthy(self) -> bool:
+        return not self.health_problems()
+
+    def write_heartbeat(self, stopped: bool = False) -> None:
+        self._last_heartbeat = time.time()
+        watcher = getattr(self, "watcher", None)
+        data = {
+            "pid": os.getpid(),
+            "time": self._last_heartbeat,
+            "stopped": stopped,
+            "started_at": self.health.started_at,
+            "watcher_alive": bool(watcher and watcher.alive()),
+            # Searches may trust the catalogue (no stat scan of every page) while this holds: the
+            # watcher sees wiki/ and the stability loop that re-indexes what it saw is alive.
+            "pages_watched": bool(watcher and watcher.alive() and watcher.watching_pages
+                                  and not self.health.problems),
+            "last_rescan": self.health.last_rescan,
+            "missed_by_watcher": self.health.missed_by_watcher,
+            "last_ingest": self.health.last_ingest,
+            "healthy": not self.health.problems,
+            "problems": self.health.problems,
+            "queue": self.ledger.pending_count(),
+            "engine": self.pipeline.planner.engine if hasattr(self, "pipeline") else "",
+        }
+        try:
+            atomic_write_text(self.vault.state / "heartbeat.json", json.dumps(data) + "\n", crash_hooks=False)
+        except OSError as exc:
+            log.warning("cannot write the heartbeat: %s", exc)
+        state = "unhealthy: " + "; ".join(self.health.problems) if self.health.problems else "healthy"
+        sd_notify(f"STATUS=queue {data['queue']}, watcher {'alive' if data['watcher_alive'] else 'DOWN'}, {state}")

@@ -1,0 +1,24 @@
+"""The periodic jobs the daemon runs besides rescans (lint, consolidation, review).
+
+Each room contributes its job here; the daemon only schedules them.
+"""
+
+from __future__ import annotations
+
+from ..core.config import Config
+from ..core.vault import Vault
+from ..runtime.daemon import PeriodicJob
+
+
+def periodic_jobs(config: Config, vault: Vault) -> list[PeriodicJob]:
+    jobs: list[PeriodicJob] = []
+    from ..upkeep.review import ReviewJobs
+
+    review = ReviewJobs(config, vault)
+    jobs.append(PeriodicJob("lint", review.lint_period, review.lint_if_due))
+    jobs.append(PeriodicJob("review-watch", config.lint.review_poll_seconds, review.watch_review))
+    from ..memory.consolidate import scheduled_tick
+
+    jobs.append(PeriodicJob("consolidation", config.consolidation.check_interval_minutes * 60,
+                            lambda: scheduled_tick(config, vault)))
+    return jobs

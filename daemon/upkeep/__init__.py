@@ -1,0 +1,1 @@
+"""Keeping the wiki healthy: lint, the review queue in REVIEW.md, doctor."""

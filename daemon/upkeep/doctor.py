@@ -1,0 +1,443 @@
+"""``wikiwright doctor``: check the vault's invariants and repair only what is safe.
+
+The checks (shared/reference/reliability.md, invariants I1-I5):
+
+- accounting: every file in ``raw/`` and ``logs/`` has exactly one recorded state
+  (ingested, duplicate, quarantined, skipped or pending); lost = 0;
+- commits: every ingested source names a commit reachable from a ref;
+- temp files and locks: no leftover ``*.wikiwright-tmp-*`` files, no stale git lock;
+- git: ``git fsck`` is clean;
+- pages: every page under ``wiki/`` is UTF-8 with front matter that parses (claims counted);
+- person lines: no commit by the daemon removed a line a person wrote.
+
+Safe repairs: queue a file nobody recorded, re-queue an ingested source whose commit is
+gone, remove the daemon's own temporary files once no write can be in flight. Everything
+else is reported with what to do; nothing a person wrote is ever touched.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import git
+
+from ..core.config import Config
+from ..core.fsutil import TEMP_MARKER, sha256_file
+from ..core.vault import Vault, VaultLock
+from ..intake.ledger import Ledger
+from ..vcs.repo import GitRepo
+from ..wiki.pages import FrontMatterError, parse_claims, parse_page
+
+log = logging.getLogger(__name__)
+
+# A temp file or git lock older than this cannot belong to a write still in progress.
+STALE_SECONDS = 600.0
+# Lines too short or pure markup to say who wrote them ("---", "```", "- ").
+_MIN_LINE_CHARS = 3
+# REVIEW.md is the inbox between daemon and person: handled proposals leave it by design.
+_PERSON_LINE_EXEMPT = ("REVIEW.md",)
+
+
+@dataclass
+class CheckResult:
+    name: str
+    ok: bool
+    summary: str
+    details: list[str] = field(default_factory=list)
+    repaired: list[str] = field(default_factory=list)
+
+
+@dataclass
+class DoctorReport:
+    vault: str
+    daemon_running: bool
+    checks: list[CheckResult]
+    states: dict[str, int]
+    lost: int
+    unseen: int
+    person_lines_removed: int
+
+    @property
+    def ok(self) -> bool:
+        return all(check.ok for check in self.checks)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["ok"] = self.ok
+        return data
+
+
+# -- temp files (also used by the daemon at start) -----------------------------------------
+
+def _own_temp_candidates(vault: Vault) -> Iterator[Path]:
+    """Temporary files the daemon may have left: never under raw/, logs/ or .git/."""
+    with os.scandir(vault.root) as entries:
+        for entry in entries:
+            if entry.is_file(follow_symlinks=False) and TEMP_MARKER in entry.name:
+                yield Path(entry.path)
+    for folder in (vault.wiki, vault.state):
+        for dirpath, dirnames, filenames in os.walk(folder):
+            base = Path(dirpath)
+            if base == vault.state:
+                dirnames[:] = [d for d in dirnames if d != "merge"]
+                for name in filenames:
+                    if name.startswith("commit-msg-"):
+                        yield base / name
+            for name in filenames:
+                if TEMP_MARKER in name:
+                    yield base / name
+    merge = vault.state / "merge"
+    if merge.is_dir():
+        yield from merge.iterdir()
+
+
+def sweep_own_temp_files(vault: Vault, min_age: float = 0.0) -> list[str]:
+    """Remove the daemon's leftover temp files older than ``min_age`` seconds.
+
+    Called with ``min_age=0`` only by a process that holds the vault lock: no other writer
+    exists then, so every such file is debris of a process that died mid-write.
+    """
+    removed = []
+    now = time.time()
+    for path in _own_temp_candidates(vault):
+        try:
+            if now - path.lstat().st_mtime < min_age:
+                continue
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            else:
+                path.unlink()
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            log.warning("cannot remove %s: %s", path, exc)
+            continue
+        removed.append(path.relative_to(vault.root).as_posix())
+    return removed
+
+
+# -- the checks ------------------------------------------------------------------------------
+
+class Doctor:
+    def __init__(
+        self, config: Config, vault: Vault, *, repair: bool = True, grace_seconds: float | None = None
+    ) -> None:
+        self.config = config
+        self.vault = vault
+        self.repair = repair
+        # A running daemon has this long to record a new file: its next rescan at the latest.
+        self.grace = (config.watch.rescan_minutes * 60 + config.watch.debounce_seconds + 60
+                      if grace_seconds is None else grace_seconds)
+        self.repo = GitRepo(vault.root, config.git.author_name, config.git.author_email)
+        self._lost = self._unseen = self._no_commit = self._removed_lines = 0
+
+    def run(self) -> DoctorReport:
+        holder = VaultLock(self.vault).holder()
+        running = holder is not None
+        ledger = Ledger(self.vault.db_path)
+        try:
+            checks = [
+                self._accounting(ledger, running),
+                self._commits(ledger),
+                self._temp_files(running),
+                self._locks(),
+                self._fsck(),
+                self._pages(),
+                self._person_lines(),
+            ]
+            states = ledger.counts()
+        finally:
+            ledger.close()
+        return DoctorReport(
+            vault=str(self.vault.root), daemon_running=running, checks=checks, states=states,
+            lost=self._lost + self._no_commit, unseen=self._unseen, person_lines_removed=self._removed_lines,
+        )
+
+    # I1 ------------------------------------------------------------------------------------
+
+    def _walk_inputs(self) -> Iterator[tuple[str, Path, bool]]:
+        """(kind, path, in_hidden_folder) for every file in raw/ and logs/, as rescans see them."""
+        for kind, folder in (("raw", self.vault.raw), ("log", self.vault.logs)):
+            if not folder.is_dir():
+                continue
+            for dirpath, dirnames, filenames in os.walk(folder, followlinks=False):
+                base = Path(dirpath)
+                hidden = any(part.startswith(".") for part in base.relative_to(folder).parts)
+                links = [d for d in dirnames if (base / d).is_symlink()]
+                for name in [*filenames, *links]:
+                    yield kind, base / name, hidden
+
+    def _accounting(self, ledger: Ledger, running: bool) -> CheckResult:
+        by_path = {record.path: record for record in ledger.files()}
+        states: Counter[str] = Counter()
+        unseen: list[tuple[str, Path]] = []
+        lost: list[tuple[str, Path]] = []
+        now = time.time()
+        for kind, path, hidden in self._walk_inputs():
+            rel = path.relative_to(self.vault.root).as_posix()
+            if hidden:
+                states["skipped (in a hidden folder)"] += 1
+                continue
+            record = by_path.get(rel)
+            current: tuple[int, int] | None
+            try:
+                st = path.lstat()
+                current = (st.st_size, st.st_mtime_ns)
+            except FileNotFoundError:
+                continue
+            if record is not None and (
+                record.state == "skipped"
+                or (record.size, record.mtime_ns) == current
+                or self._same_content(path, record.sha256)
+            ):
+                states[record.state] += 1
+                continue
+            # No record, or the file changed since it was recorded (a new version not yet seen).
+            recent = now - max(st.st_mtime, st.st_ctime) < self.grace
+            (unseen if (recent or not running) else lost).append((kind, path))
+        self._unseen, self._lost = len(unseen), len(lost)
+        details = [f"lost (never recorded, daemon running): {self._show(p)}" for _, p in lost]
+        details += [f"not yet seen: {self._show(p)}" for _, p in unseen[:20]]
+        repaired = []
+        if lost and self.repair:
+            repaired = self._register([p for _, p in lost], ledger)
+        summary = ", ".join(f"{n} {state}" for state, n in sorted(states.items())) or "no files"
+        if unseen:
+            summary += f"; {len(unseen)} not yet seen" + ("" if running else " (the daemon is not running)")
+        summary += f"; lost {len(lost)}"
+        return CheckResult("accounting", not lost, summary, details, repaired)
+
+    def _same_content(self, path: Path, sha: str) -> bool:
+        if not sha or not path.is_file() or path.is_symlink():
+            return False
+        try:
+            return sha256_file(path) == sha
+        except OSError:
+            return False
+
+    def _register(self, paths: list[Path], ledger: Ledger) -> list[str]:
+        from ..intake.watch import Registrar
+
+        registrar = Registrar(self.vault, ledger, self.config.ingest.max_source_bytes, threading.Event())
+        done = []
+        for path in paths:
+            state = registrar.register(path)
+            if state:
+                done.append(f"recorded {self._show(path)} as {state}")
+        return done
+
+    def _reachable(self) -> set[str]:
+        try:
+            return set(self.repo.run("rev-list", "--all").split())
+        except git.GitCommandError:
+            return set()
+
+    def _commits(self, ledger: Ledger) -> CheckResult:
+        reachable = self._reachable()
+        ingested = ledger.files("ingested")
+        missing = [r for r in ingested if not r.commit_sha or r.commit_sha not in reachable]
+        self._no_commit = len(missing)
+        details = [
+            f"{r.path}: ingested, but its commit {r.commit_sha[:10] or '(none)'} is not in the history" for r in missing
+        ]
+        repaired = []
+        if missing and self.repair:
+            for r in missing:
+                ledger.requeue(r.path, "re-queued by doctor: its commit is no longer in the history")
+                repaired.append(f"re-queued {r.path}")
+        summary = f"{len(ingested) - len(missing)} of {len(ingested)} ingested source(s) have a reachable commit"
+        return CheckResult("commits", not missing, summary, details, repaired)
+
+    # I5 ------------------------------------------------------------------------------------
+
+    def _temp_files(self, running: bool) -> CheckResult:
+        # With the daemon running, a young temp file may be a write in progress, not debris.
+        min_age = STALE_SECONDS if running else 0.0
+        now = time.time()
+        debris = []
+        for path in _own_temp_candidates(self.vault):
+            try:
+                if now - path.lstat().st_mtime >= min_age:
+                    debris.append(path)
+            except FileNotFoundError:
+                continue
+        repaired: list[str] = []
+        if debris and self.repair:
+            repaired = [f"removed {rel}" for rel in sweep_own_temp_files(self.vault, min_age)]
+        details = [f"leftover temporary file: {self._show(p)}" for p in debris]
+        summary = f"{len(debris)} leftover, {len(repaired)} removed" if debris else "none left over"
+        return CheckResult("temp files", not debris, summary, details, repaired)
+
+    def _locks(self) -> CheckResult:
+        git_dir = self.vault.root / ".git"
+        now = time.time()
+        stale = []
+        candidates = [*git_dir.glob("*.lock"), *git_dir.glob("refs/**/*.lock")]
+        for path in candidates:
+            try:
+                age = now - path.stat().st_mtime
+            except FileNotFoundError:
+                continue
+            if age >= STALE_SECONDS:
+                stale.append(f"{path.relative_to(self.vault.root).as_posix()} is {age / 60:.0f} min old; if no git "
+                             "command is running in the vault, remove it")
+        summary = f"{len(stale)} stale git lock(s)" if stale else f"no stale locks ({len(candidates)} held now)"
+        return CheckResult("locks", not stale, summary, stale)
+
+    def _fsck(self) -> CheckResult:
+        ok, out = self.repo.fsck()
+        lines = [line for line in out.splitlines() if line.strip() and not line.startswith("dangling ")]
+        problem = self.repo.problem()
+        details = lines[:20]
+        summary = "clean" if ok else "git fsck reported errors"
+        if problem:
+            summary += f"; commits paused: {problem}"
+        return CheckResult("git fsck", ok, summary, details)
+
+    # pages -----------------------------------------------------------------------------------
+
+    def _pages(self) -> CheckResult:
+        bad = []
+        count = claims = uncited = 0
+        for dirpath, dirnames, filenames in os.walk(self.vault.wiki):
+            dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+            for name in filenames:
+                if not name.endswith(".md") or TEMP_MARKER in name or name.startswith("."):
+                    continue
+                path = Path(dirpath) / name
+                count += 1
+                try:
+                    data = path.read_bytes()
+                    if not data.strip():
+                        bad.append(f"{self._show(path)}: empty")
+                        continue
+                    page = parse_page(data.decode("utf-8"))
+                    found, loose = parse_claims(page.body)
+                    claims += len(found)
+                    uncited += len(loose)
+                except UnicodeDecodeError:
+                    bad.append(f"{self._show(path)}: not valid UTF-8")
+                except FrontMatterError as exc:
+                    bad.append(f"{self._show(path)}: {exc}")
+                except OSError as exc:
+                    bad.append(f"{self._show(path)}: unreadable ({exc.strerror})")
+        summary = f"{count - len(bad)} of {count} page(s) parse; {claims} claim(s), {uncited} uncited claim line(s)"
+        return CheckResult("pages", not bad, summary, bad)
+
+    # I3 ------------------------------------------------------------------------------------
+
+    def _person_lines(self) -> CheckResult:
+        """Walk history oldest first; a daemon commit may not remove a line a person added."""
+        name, email = self.config.git.author_name, self.config.git.author_email
+        try:
+            out = self.repo.run(
+                "-c", "core.quotePath=false", "log", "--reverse", "-p", "-U0", "--no-color", "--no-ext-diff",
+                "--no-textconv", "--no-renames", "--diff-merges=first-parent", "--format=%x00%H%x1f%an%x1f%ae",
+                strip=False,
+            )
+        except git.GitCommandError:
+            out = ""
+        person: set[tuple[str, str]] = set()
+        violations: list[str] = []
+        commits = 0
+        for chunk in out.split("\x00")[1:]:
+            header, _, diff = chunk.partition("\n")
+            sha, author, author_email = [*header.split("\x1f"), "", ""][:3]
+            commits += 1
+            is_daemon = author == name and author_email == email
+            added, removed = _diff_lines(diff)
+            if not is_daemon:
+                person.difference_update(removed)
+                person.update(added)
+                continue
+            suspects = [
+                (path, line) for path, line in removed if (path, line) in person and path not in _PERSON_LINE_EXEMPT
+            ]
+            if not suspects:
+                person.difference_update(removed)
+                continue
+            texts: dict[str, set[str]] = {}
+            for path, line in suspects:
+                if path not in texts:
+                    shown = self.repo.show(sha, path)
+                    texts[path] = {x.strip() for x in shown.splitlines()} if shown is not None else set()
+                if line not in texts[path]:
+                    violations.append(f"{sha[:10]} removed from {path}: {line[:120]!r}")
+            person.difference_update(removed)
+        self._removed_lines = len(violations)
+        summary = (f"{commits} commit(s) walked; no daemon commit removed a person's line" if not violations
+                   else f"{len(violations)} line(s) a person wrote were removed by daemon commits")
+        return CheckResult("person lines", not violations, summary, violations[:50])
+
+    def _show(self, path: Path) -> str:
+        try:
+            rel = path.relative_to(self.vault.root).as_posix()
+        except ValueError:
+            rel = str(path)
+        return repr(rel)[1:-1]  # control characters in names stay visible and on one line
+
+
+def _diff_lines(diff: str) -> tuple[set[tuple[str, str]], set[tuple[str, str]]]:
+    """(added, removed) as (path, stripped line) from a ``-U0`` patch."""
+    added: set[tuple[str, str]] = set()
+    removed: set[tuple[str, str]] = set()
+    path = ""
+    for line in diff.splitlines():
+        if line.startswith("diff --git "):
+            path = ""
+            continue
+        if line.startswith("+++ "):
+            target = line[4:]
+            if target.startswith("b/"):
+                path = target[2:]
+            continue
+        if line.startswith("--- "):
+            source = line[4:]
+            if source.startswith("a/"):
+                path = source[2:]
+            continue
+        if not path or line.startswith(("@@", "\\")):
+            continue
+        text = line[1:].strip()
+        if len(text) < _MIN_LINE_CHARS or not any(ch.isalnum() for ch in text):
+            continue
+        if line.startswith("+"):
+            added.add((path, text))
+        elif line.startswith("-"):
+            removed.add((path, text))
+    return added, removed
+
+
+def run_doctor(config: Config, vault: Vault, *, repair: bool = True) -> DoctorReport:
+    return Doctor(config, vault, repair=repair).run()
+
+
+def format_report(report: DoctorReport) -> str:
+    lines = [f"wikiwright doctor — {report.vault}"]
+    lines.append(f"daemon: {'running' if report.daemon_running else 'not running'}")
+    for check in report.checks:
+        mark = "ok  " if check.ok else "FAIL"
+        lines.append(f"[{mark}] {check.name}: {check.summary}")
+        lines += [f"         {detail}" for detail in check.details[:10]]
+        if len(check.details) > 10:
+            lines.append(f"         … and {len(check.details) - 10} more")
+        lines += [f"         repaired: {item}" for item in check.repaired[:10]]
+        if len(check.repaired) > 10:
+            lines.append(f"         … and {len(check.repaired) - 10} more repairs")
+    pending = report.states.get("pending", 0) + report.states.get("running", 0)
+    lines.append(
+        f"sources lost: {report.lost}; pending: {pending}; person lines removed: {report.person_lines_removed}"
+    )
+    lines.append("all invariants hold" if report.ok else "some invariants FAILED (see above); exit status 1")
+    return "\n".join(lines)
+
+

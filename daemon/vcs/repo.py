@@ -1,0 +1,420 @@
+"""Git: one commit per operation, with machine-readable trailers.
+
+Driven through GitPython's command layer (``git.Git``), which runs the real git CLI and so
+keeps git's own semantics (attributes, filters, locks). We never use GitPython's ``Repo``
+object model in the long-running daemon: it keeps ``cat-file`` helper processes alive and
+leaks (see shared/reference/deps.md §4).
+
+Rules kept here: a commit holds exactly its paths on top of HEAD (``git commit --only``, or in
+a large wiki a private index, see :meth:`GitRepo._commit_private`), so whatever the user has staged stays staged and
+uncommitted; HEAD moves by compare-and-swap, never over a commit of theirs; no checkout,
+reset, stash, clean or pull ever runs; while a merge, rebase or cherry-pick is in progress, or HEAD is detached, commits
+pause with a reason; a held ``index.lock`` is retried with backoff, then reported.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import random
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import git
+
+from ..core.crashpoints import crash_point
+from ..core.errors import CommitPaused, WikiwrightError
+
+log = logging.getLogger(__name__)
+
+PRIVATE_INDEX_MIN_BYTES = 200_000
+_LOCK_MARKERS = ("index.lock", "File exists", "Unable to create", "another git process")
+
+
+class _HeadMoved(Exception):
+    """HEAD changed between reading it and moving it (the person committed): try again."""
+
+
+def git_blob_id(data: bytes) -> str:
+    """The id git gives these bytes as a blob (``git hash-object``), computed in-process."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    sha: str
+    subject: str
+    date: str
+    author: str
+    trailers: dict[str, str]
+
+
+def format_message(subject: str, trailers: Mapping[str, str], body: str = "") -> str:
+    lines = [subject.replace("\n", " ").strip()[:200]]
+    if body:
+        lines += ["", body.strip()]
+    if trailers:
+        lines.append("")
+        lines += [f"{key}: {str(value).replace(chr(10), ' ')}" for key, value in trailers.items()]
+    return "\n".join(lines) + "\n"
+
+
+class GitRepo:
+    def __init__(
+        self,
+        root: Path,
+        author_name: str = "wikiwright",
+        author_email: str = "wikiwright@localhost",
+        lock_retry_seconds: float = 60.0,
+        on_wait: Callable[[str], None] | None = None,
+    ) -> None:
+        self.root = root
+        self.git_dir = root / ".git"
+        self.lock_retry_seconds = lock_retry_seconds
+        self.on_wait = on_wait
+        self._env = {
+            "GIT_AUTHOR_NAME": author_name,
+            "GIT_AUTHOR_EMAIL": author_email,
+            "GIT_COMMITTER_NAME": author_name,
+            "GIT_COMMITTER_EMAIL": author_email,
+            # Read-only commands must not take index.lock from under the user.
+            "GIT_OPTIONAL_LOCKS": "0",
+            "GIT_TERMINAL_PROMPT": "0",
+        }
+        self._git = git.Git(str(root))
+        # The private index the daemon commits from, and a marker naming the HEAD and tree it
+        # reflects (absent while an operation is half staged). Every commit runs under the
+        # vault's write lock, so one marker serves every process and thread.
+        self.private_index = root / ".wikiwright" / "git-index"
+        self.private_marker = root / ".wikiwright" / "git-index.head"
+        # A new object (a restart, perhaps after a power cut) rebuilds the index once.
+        self._synced_once = False
+        # Past this size of .git/index (about 2,000 pages) commits go through the private index.
+        self.private_index_min_bytes = PRIVATE_INDEX_MIN_BYTES
+
+    def run(self, *args: str, env: Mapping[str, str] | None = None, strip: bool = True) -> str:
+        full_env = {**self._env, **(env or {})}
+        result = self._git.execute(
+            ["git", *args], env=full_env, strip_newline_in_stdout=strip
+        )
+        return str(result)
+
+    # -- state -----------------------------------------------------------------------
+
+    def init_if_missing(self) -> bool:
+        if self.git_dir.exists():
+            return False
+        self.run("init", "-q")
+        return True
+
+    def head(self) -> str | None:
+        try:
+            return self.run("rev-parse", "--verify", "-q", "HEAD") or None
+        except git.GitCommandError:
+            return None
+
+    def _head_from_files(self) -> str | None:
+        """HEAD's sha read from .git's files (no git process); None when only git can say."""
+        try:
+            head = (self.git_dir / "HEAD").read_text(encoding="utf-8").strip()
+            if not head.startswith("ref: refs/"):
+                return None
+            sha = (self.git_dir / head[5:]).read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError):
+            return None  # packed or reftable refs: ask git
+        return sha if len(sha) in (40, 64) and all(c in "0123456789abcdef" for c in sha) else None
+
+    def problem(self) -> str | None:
+        """Why commits must wait right now, or None when they may go ahead."""
+        checks = (
+            ("MERGE_HEAD", "a merge is in progress in the vault's git repository; finish or abort it"),
+            ("rebase-merge", "a rebase is in progress in the vault's git repository; finish or abort it"),
+            ("rebase-apply", "a rebase or am is in progress in the vault's git repository"),
+            ("CHERRY_PICK_HEAD", "a cherry-pick is in progress in the vault's git repository"),
+            ("REVERT_HEAD", "a revert is in progress in the vault's git repository"),
+        )
+        for name, reason in checks:
+            if (self.git_dir / name).exists():
+                return reason
+        try:
+            head = (self.git_dir / "HEAD").read_text(encoding="utf-8").strip()
+        except OSError:
+            return "the vault has no git repository (.git/HEAD missing)"
+        if not head.startswith("ref:"):
+            return "HEAD is detached in the vault's git repository; check out a branch to resume commits"
+        return None
+
+    def commit_person_edits(self, paths: Sequence[str]) -> str | None:
+        """Commit a person's uncommitted edits to ``paths`` under their own git identity.
+
+        Called before the daemon changes those pages, so history shows who wrote what. Only
+        paths git sees as changed are committed; the person's other work is not touched.
+        """
+        changed = [p for p in paths if not self.is_tracked_clean(p)]
+        if not changed:
+            return None
+        return self.commit_paths(
+            changed, "edit: your changes to " + ", ".join(changed),
+            {"Wikiwright-Operation": "user-edit"}, author=self.user_identity(),
+        )
+
+    def user_identity(self) -> tuple[str, str]:
+        """The person's own git identity (for committing their edits as theirs)."""
+        values = []
+        for key in ("user.name", "user.email"):
+            try:
+                values.append(self.run("config", key))
+            except git.GitCommandError:
+                values.append("")
+        return values[0] or "Vault owner", values[1] or "owner@localhost"
+
+    # -- committing ----------------------------------------------------------------------
+
+    def commit_paths(
+        self,
+        paths: Sequence[str],
+        subject: str,
+        trailers: Mapping[str, str],
+        body: str = "",
+        author: tuple[str, str] | None = None,
+    ) -> str | None:
+        """Commit exactly ``paths`` (vault-relative); returns the new sha, None if unchanged.
+
+        Raises CommitPaused when the repository is busy or in a state we must not commit in.
+        """
+        if not paths:
+            return None
+        env = None
+        if author:
+            env = {"GIT_AUTHOR_NAME": author[0], "GIT_AUTHOR_EMAIL": author[1],
+                   "GIT_COMMITTER_NAME": author[0], "GIT_COMMITTER_EMAIL": author[1]}
+        problem = self.problem()
+        if problem:
+            raise CommitPaused(problem)
+        message_file = self.root / ".wikiwright" / f"commit-msg-{os.getpid()}-{random.randrange(1 << 30)}"
+        message_file.parent.mkdir(parents=True, exist_ok=True)
+        message_file.write_text(format_message(subject, trailers, body), encoding="utf-8")
+        unique = sorted(set(paths))
+        try:
+            head = self._head_from_files() or self.head()
+            if head is None or not self._large_index():
+                return self._commit_only(unique, message_file, env)
+            for _attempt in range(5):
+                try:
+                    return self._commit_private(unique, message_file, env, head)
+                except _HeadMoved:
+                    head = self._head_from_files() or self.head()
+                    if head is None:
+                        break
+            raise CommitPaused("HEAD kept moving while committing (another git process is committing)")
+        finally:
+            message_file.unlink(missing_ok=True)
+
+    def _large_index(self) -> bool:
+        """Whether the person's index is big enough that ``commit --only`` is the slow way.
+
+        ``git commit --only`` rebuilds a temporary index from HEAD on every commit: cheap in a
+        small wiki (two git processes, as bare git), the main cost in one of thousands of
+        pages. There the private index wins: five small processes, none of which rebuilds.
+        """
+        try:
+            return (self.git_dir / "index").stat().st_size >= self.private_index_min_bytes
+        except OSError:
+            return False
+
+    def _commit_private(
+        self, paths: list[str], message_file: Path, env: Mapping[str, str] | None, head: str
+    ) -> str | None:
+        """Commit HEAD's tree plus ``paths`` built in a private index, then sync the person's index.
+
+        The private index (``.wikiwright/git-index``) never holds the person's staged work, so
+        nothing they staged is swept in; ``update-ref`` with the old value is a compare-and-swap
+        on HEAD, so a commit the person made meanwhile is never overwritten. Five small git
+        processes, but unlike ``git commit --only`` none rebuilds an index from HEAD, which is
+        what costs in a wiki of thousands of pages.
+        """
+        private = {"GIT_INDEX_FILE": str(self.private_index)}
+        # The person's git is mid-operation (a `git commit` waiting for its message holds
+        # index.lock): moving HEAD now would make their commit fail. Wait for it.
+        self._with_lock_retry(self._refuse_while_index_locked)
+        synced = self._read_marker() if self._synced_once else None
+        if synced is None or synced[0] != head:
+            # First commit of this object, an interrupted one, or the person committed: start
+            # from HEAD's tree.
+            self._with_lock_retry(lambda: self.run("read-tree", head, env=private))
+            synced = (head, self.run("rev-parse", f"{head}^{{tree}}"))
+            self._synced_once = True
+        # From here until HEAD moves, the private index may differ from HEAD: no marker.
+        self.private_marker.unlink(missing_ok=True)
+        self._with_lock_retry(lambda: self.run("add", "-A", "--", *paths, env=private))
+        tree = self.run("write-tree", env=private)
+        if tree == synced[1]:
+            self._write_marker(head, tree)
+            self._sync_person_index(paths)
+            return None  # none of the paths changed
+        crash_point("before-commit")
+        commit = self.run("commit-tree", tree, "-p", head, "-F", str(message_file), env=env)
+        subject = message_file.read_text(encoding="utf-8").split("\n", 1)[0]
+        try:
+            self.run("update-ref", "-m", f"commit: {subject}", "HEAD", commit, head)
+        except git.GitCommandError as exc:
+            raise _HeadMoved() from exc
+        self._write_marker(commit, tree)
+        crash_point("after-commit")
+        self._sync_person_index(paths)
+        return commit
+
+    def _refuse_while_index_locked(self) -> str:
+        if (self.git_dir / "index.lock").exists():
+            raise git.GitCommandError(["git", "commit"], 128, "fatal: Unable to create index.lock: File exists")
+        return ""
+
+    def _read_marker(self) -> tuple[str, str] | None:
+        try:
+            head, tree = self.private_marker.read_text(encoding="ascii").split()
+        except (OSError, ValueError):
+            return None
+        return head, tree
+
+    def _write_marker(self, head: str, tree: str) -> None:
+        self.private_marker.write_text(f"{head} {tree}\n", encoding="ascii")
+
+    def _sync_person_index(self, paths: list[str]) -> None:
+        """Stage the committed paths in the person's index, so `git status` shows them clean."""
+        try:
+            self._with_lock_retry(lambda: self.run("add", "-A", "--", *paths))
+        except (CommitPaused, WikiwrightError) as exc:
+            # The commit stands; the next commit of these paths (or `git add`) settles the index.
+            log.warning("committed, but could not update the git index for %s: %s", ", ".join(paths), exc)
+
+    def _commit_only(self, unique: list[str], message_file: Path, env: Mapping[str, str] | None) -> str | None:
+        """``git commit --only -- PATHS``: a small wiki, or a repository with no commit yet.
+
+        git builds the commit from HEAD plus exactly these paths (the person's other staged
+        work stays staged) and moves HEAD by compare-and-swap itself. New files are only
+        announced to the index (``add -N``), not staged: a commit the person makes in between
+        cannot sweep our pages into theirs.
+        """
+        present = [path for path in unique if (self.root / path).exists()]
+        if present:
+            self._with_lock_retry(lambda: self.run("add", "-N", "--", *present))
+        crash_point("before-commit")
+        try:
+            self._with_lock_retry(
+                lambda: self.run(
+                    "commit", "-q", "--no-verify", "--only", "-F", str(message_file), "--", *unique, env=env,
+                )
+            )
+        except CommitPaused:
+            raise
+        except WikiwrightError:
+            staged = self.run("diff", "--cached", "--name-only", "--no-renames", "--", *unique)
+            if staged.strip():
+                raise
+            return None
+        sha = self._head_from_files() or self.head()
+        crash_point("after-commit")
+        return sha
+
+    def _with_lock_retry(self, action: Callable[[], str]) -> str:
+        deadline = time.monotonic() + self.lock_retry_seconds
+        delay = 0.1
+        while True:
+            try:
+                return action()
+            except git.GitCommandError as exc:
+                text = f"{exc.stderr} {exc.stdout}"
+                if not any(marker in text for marker in _LOCK_MARKERS):
+                    raise WikiwrightError(f"git failed: {' '.join(map(str, exc.command[:3]))}: "
+                                          f"{str(exc.stderr).strip()}") from exc
+                if time.monotonic() >= deadline:
+                    raise CommitPaused(
+                        "another git process holds .git/index.lock in the vault; commits resume "
+                        "when it is released (remove the file only if no git command is running)"
+                    ) from exc
+                if self.on_wait:
+                    self.on_wait("waiting for .git/index.lock held by another git process")
+                log.info("index.lock held by another git process; retrying in %.1fs", delay)
+                time.sleep(delay * (0.5 + random.random()))
+                delay = min(delay * 2, 5.0)
+
+    # -- reading history ---------------------------------------------------------------
+
+    def log(self, *args: str, limit: int | None = None) -> list[CommitInfo]:
+        fmt = "%H%x1f%s%x1f%cI%x1f%an%x1f%(trailers:only,unfold)%x1e"
+        cmd = ["log", f"--format={fmt}"]
+        if limit:
+            cmd.append(f"-n{limit}")
+        try:
+            out = self.run(*cmd, *args, strip=False)
+        except git.GitCommandError:
+            return []
+        commits = []
+        for record in out.split("\x1e"):
+            record = record.strip("\n")
+            if not record:
+                continue
+            sha, subject, date, author, trailer_text = (record.split("\x1f") + [""] * 5)[:5]
+            trailers = {}
+            for line in trailer_text.splitlines():
+                key, sep, value = line.partition(":")
+                if sep:
+                    trailers[key.strip()] = value.strip()
+            commits.append(CommitInfo(sha, subject, date, author, trailers))
+        return commits
+
+    def find_source_commit(self, sha256: str) -> str | None:
+        """The commit that ingested content ``sha256``, if one exists (crash recovery)."""
+        commits = self.log("-F", f"--grep=sha256:{sha256}", limit=1)
+        return commits[0].sha if commits else None
+
+    def blob_text(self, blob: str) -> str | None:
+        try:
+            return self.run("cat-file", "blob", blob, strip=False)
+        except git.GitCommandError:
+            return None
+
+    def show(self, rev: str, path: str) -> str | None:
+        try:
+            return self.run("show", f"{rev}:{path}", strip=False)
+        except git.GitCommandError:
+            return None
+
+    def is_tracked_clean(self, path: str) -> bool:
+        """True when ``path`` has no uncommitted changes (staged or not) against HEAD."""
+        out = self.run("status", "--porcelain", "--", path)
+        return not out.strip()
+
+    def fsck(self) -> tuple[bool, str]:
+        try:
+            out = self.run("fsck", "--full", "--no-progress")
+            return True, out
+        except git.GitCommandError as exc:
+            return False, str(exc.stderr)
+
+
+def merge_texts(repo: GitRepo, base: str, ours: str, theirs: str) -> tuple[str, bool]:
+    """Three-way merge with ``git merge-file``; returns (text, clean).
+
+    ``ours`` is what is on disk now (a person's edits), ``theirs`` what the daemon wants to
+    write, ``base`` what both started from. On conflict the text carries conflict markers
+    and must not be written to a page.
+    """
+    import tempfile
+
+    work = repo.root / ".wikiwright" / "merge"
+    work.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=work) as tmp:
+        files = []
+        for name, text in (("ours", ours), ("base", base), ("theirs", theirs)):
+            path = Path(tmp) / name
+            path.write_text(text, encoding="utf-8")
+            files.append(str(path))
+        status, out, _err = repo._git.execute(
+            ["git", "merge-file", "-p", "-L", "person", "-L", "base", "-L", "wikiwright", *files],
+            with_extended_output=True, with_exceptions=False, strip_newline_in_stdout=False,
+        )
+    return str(out), status == 0

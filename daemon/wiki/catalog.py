@@ -1,0 +1,331 @@
+"""The page catalogue: one row per page (type, title, aliases, summary) plus SQLite FTS5.
+
+It is refreshed incrementally from file stats, so building index.md, finding pages a source
+mentions, routing and search all cost in proportion to what changed, not to the wiki's size.
+The catalogue is a cache: deleting ``.wikiwright/`` loses nothing, ``wikiwright reindex``
+rebuilds it from the pages.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from ..core.sqlitedb import open_db
+from ..core.vault import Vault
+from ..wiki.pages import FrontMatterError, link_key, parse_page
+
+log = logging.getLogger(__name__)
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS pages (
+    name TEXT PRIMARY KEY,          -- path under wiki/ without .md, e.g. sources/src-notes
+    type TEXT NOT NULL DEFAULT '',
+    title TEXT NOT NULL DEFAULT '',
+    summary TEXT NOT NULL DEFAULT '',
+    aliases TEXT NOT NULL DEFAULT '[]',
+    size INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    error TEXT NOT NULL DEFAULT ''
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS pages_fts USING fts5(
+    name UNINDEXED, title, aliases, body, tokenize = 'unicode61 remove_diacritics 2'
+);
+"""
+_WORD_RE = re.compile(r"\w+", re.UNICODE)
+# Titles shorter than this are too common to link automatically.
+MIN_LINK_TITLE = 3
+MAX_TITLE_WORDS = 8
+
+
+@dataclass(frozen=True)
+class PageEntry:
+    name: str
+    type: str
+    title: str
+    summary: str
+    aliases: tuple[str, ...]
+    error: str = ""
+
+    @property
+    def stem(self) -> str:
+        return self.name.rsplit("/", 1)[-1]
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    name: str
+    title: str
+    score: float
+    snippet: str
+
+
+def _words(text: str) -> list[str]:
+    return [w.casefold() for w in _WORD_RE.findall(text)]
+
+
+class Catalog:
+    def __init__(self, vault: Vault) -> None:
+        self.vault = vault
+        # A cache (rebuilt by `reindex`): no need to survive a power cut.
+        self._db = open_db(vault.state / "catalog.db", _SCHEMA, synchronous="NORMAL", autocommit=False)
+        self._lock = threading.RLock()
+        self._phrases: dict[tuple[str, ...], set[str]] | None = None
+        self._phrases_of: dict[str, list[tuple[str, ...]]] = {}
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    # -- refresh -----------------------------------------------------------------
+
+    def scan(self) -> dict[str, tuple[int, int]]:
+        """(size, mtime_ns) of every page on disk; touches no database, so it may run in a
+        thread beside a query (search overlaps the two)."""
+        return self._scan()
+
+    def _scan(self) -> dict[str, tuple[int, int]]:
+        found: dict[str, tuple[int, int]] = {}
+        # Plain strings, not Path objects: this runs before every search, over every page,
+        # and pathlib's parsing was most of its cost at 10,000 pages.
+        root = os.fspath(self.vault.wiki)
+        cut = len(root) + 1
+        stack = [root]
+        while stack:
+            folder = stack.pop()
+            try:
+                entries = list(os.scandir(folder))
+            except OSError:
+                continue
+            for entry in entries:
+                if entry.name.startswith("."):
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
+                elif entry.name.endswith(".md") and entry.is_file(follow_symlinks=False):
+                    st = entry.stat(follow_symlinks=False)
+                    rel = entry.path[cut:-3]
+                    found[rel.replace(os.sep, "/") if os.sep != "/" else rel] = (st.st_size, st.st_mtime_ns)
+        return found
+
+    def refresh(self, names: list[str] | None = None, *, scanned: dict[str, tuple[int, int]] | None = None,
+                ) -> list[str]:
+        """Bring the catalogue up to date; returns the names that changed.
+
+        With ``names``, only those pages are looked at (cheap, after our own writes); with
+        ``scanned``, a :meth:`scan` result taken a moment ago stands in for a new one.
+        """
+        with self._lock:
+            known = {
+                row[0]: (row[1], row[2])
+                for row in self._db.execute("SELECT name, size, mtime_ns FROM pages")
+            }
+            if names is None:
+                on_disk = scanned if scanned is not None else self._scan()
+                candidates = set(on_disk) | set(known)
+            else:
+                on_disk = {}
+                for name in names:
+                    path = self.vault.wiki / f"{name}.md"
+                    try:
+                        st = path.lstat()
+                    except FileNotFoundError:
+                        continue
+                    on_disk[name] = (st.st_size, st.st_mtime_ns)
+                candidates = set(names)
+            changed = []
+            with self._db:
+                for name in sorted(candidates):
+                    stat = on_disk.get(name)
+                    if stat is None:
+                        if name in known:
+                            self._db.execute("DELETE FROM pages WHERE name=?", (name,))
+                            self._db.execute("DELETE FROM pages_fts WHERE name=?", (name,))
+                            changed.append(name)
+                        continue
+                    if known.get(name) == stat:
+                        continue
+                    self._index_page(name, stat, known=name in known)
+                    changed.append(name)
+            if changed:
+                self._update_phrases(changed)
+            return changed
+
+    def _index_page(self, name: str, stat: tuple[int, int], known: bool = True) -> None:
+        path = self.vault.wiki / f"{name}.md"
+        error = ""
+        meta: dict[str, object] = {}
+        body = ""
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+            page = parse_page(text)
+            meta, body = page.meta, page.body
+        except FrontMatterError as exc:
+            error = str(exc)
+            body = text
+        except OSError as exc:
+            error = f"unreadable: {exc.strerror}"
+        title = str(meta.get("title") or name.rsplit("/", 1)[-1])
+        raw_aliases = meta.get("aliases") or []
+        aliases = [str(a) for a in raw_aliases] if isinstance(raw_aliases, list) else [str(raw_aliases)]
+        page_type = str(meta.get("type") or ("source" if name.startswith("sources/") else ""))
+        self._db.execute(
+            "INSERT OR REPLACE INTO pages(name, type, title, summary, aliases, size, mtime_ns, error)"
+            " VALUES (?,?,?,?,?,?,?,?)",
+            (name, page_type, title, str(meta.get("summary") or ""), json.dumps(aliases), *stat, error),
+        )
+        if known:
+            # ``name`` is UNINDEXED in FTS5: this delete scans the whole table, so a first build
+            # (nothing to delete) skips it or it would cost O(pages²).
+            self._db.execute("DELETE FROM pages_fts WHERE name=?", (name,))
+        self._db.execute(
+            "INSERT INTO pages_fts(name, title, aliases, body) VALUES (?,?,?,?)",
+            (name, title, " ".join(aliases), body),
+        )
+
+    # -- queries -----------------------------------------------------------------
+
+    def entries(self) -> list[PageEntry]:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT name, type, title, summary, aliases, error FROM pages ORDER BY name"
+            ).fetchall()
+        # Most pages have no aliases: skip the JSON parser for those (10,000 pages per ingest).
+        return [PageEntry(r[0], r[1], r[2], r[3], () if r[4] == "[]" else tuple(json.loads(r[4])), r[5])
+                for r in rows]
+
+    def get(self, name: str) -> PageEntry | None:
+        with self._lock:
+            row = self._db.execute(
+                "SELECT name, type, title, summary, aliases, error FROM pages WHERE name=?", (name,)
+            ).fetchone()
+        return PageEntry(row[0], row[1], row[2], row[3], tuple(json.loads(row[4])), row[5]) if row else None
+
+    def count(self) -> int:
+        with self._lock:
+            return int(self._db.execute("SELECT count(*) FROM pages").fetchone()[0])
+
+    def resolve(self, link: str) -> str | None:
+        """The page a ``[[link]]`` points at (by file name, then title or alias), or None."""
+        key = link_key(link)
+        with self._lock:
+            rows = self._db.execute("SELECT name, title, aliases FROM pages").fetchall()
+        by_alias = None
+        for name, title, aliases in rows:
+            if link_key(name) == key:
+                return str(name)
+            if by_alias is None and (
+                title.casefold() == key or any(a.casefold() == key for a in json.loads(aliases))
+            ):
+                by_alias = str(name)
+        return by_alias
+
+    def _phrase_map(self) -> dict[tuple[str, ...], set[str]]:
+        if self._phrases is None:
+            self._phrases = {}
+            self._phrases_of = {}
+            for entry in self.entries():
+                self._add_phrases(entry)
+        return self._phrases
+
+    def _add_phrases(self, entry: PageEntry) -> None:
+        assert self._phrases is not None
+        if entry.stem in {"index", "log", "overview"} or entry.error:
+            return
+        added = []
+        for label in (entry.title, *entry.aliases):
+            words = tuple(_words(label))
+            if not words or len(words) > MAX_TITLE_WORDS or len(" ".join(words)) < MIN_LINK_TITLE:
+                continue
+            if len(words) == 1 and words[0].isdigit():
+                continue
+            self._phrases.setdefault(words, set()).add(entry.name)
+            added.append(words)
+        self._phrases_of[entry.name] = added
+
+    def _update_phrases(self, changed: list[str]) -> None:
+        """Keep the phrase map in step with changed pages instead of rebuilding it over the
+        whole wiki after every ingest (that was O(pages) per ingest)."""
+        if self._phrases is None:
+            return
+        if len(changed) > 200:
+            self._phrases = None  # cheaper to rebuild on next use
+            return
+        for name in changed:
+            for words in self._phrases_of.pop(name, ()):
+                holders = self._phrases.get(words)
+                if holders is not None:
+                    holders.discard(name)
+                    if not holders:
+                        del self._phrases[words]
+            entry = self.get(name)
+            if entry is not None:
+                self._add_phrases(entry)
+
+    def mentioned_pages(self, text: str, exclude: set[str] | None = None) -> list[str]:
+        """Pages whose title or an alias occurs in ``text`` as whole words, first mention first.
+
+        Cost grows with the text, not with the number of pages.
+        """
+        with self._lock:
+            phrases = self._phrase_map()
+        words = _words(text)
+        seen: dict[str, int] = {}
+        for start in range(len(words)):
+            for length in range(1, MAX_TITLE_WORDS + 1):
+                if start + length > len(words):
+                    break
+                for name in phrases.get(tuple(words[start : start + length]), ()):
+                    if name not in seen and (not exclude or name not in exclude):
+                        seen[name] = start
+        return sorted(seen, key=lambda n: (seen[n], n))
+
+    def search(self, query: str, limit: int = 10) -> list[SearchHit]:
+        """Ranked full-text search over title, aliases and body (BM25)."""
+        terms = [w for w in _WORD_RE.findall(query)]
+        if not terms:
+            return []
+        match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT name, title, bm25(pages_fts, 0.0, 10.0, 5.0, 1.0) AS rank,"
+                " snippet(pages_fts, 3, '**', '**', ' … ', 16)"
+                " FROM pages_fts WHERE pages_fts MATCH ? ORDER BY rank LIMIT ?",
+                (match, limit),
+            ).fetchall()
+        return [SearchHit(r[0], r[1], -float(r[2]), r[3]) for r in rows]
+
+    def phrase_pages(self, phrase: str, limit: int = 200) -> list[str]:
+        """Pages whose body contains the words of ``phrase`` in sequence (an FTS5 phrase query).
+
+        Finds every page stating a claim key (``billing-api.rate-limit``) without reading the wiki.
+        """
+        terms = _WORD_RE.findall(phrase)
+        if not terms:
+            return []
+        match = "body : \"" + " ".join(t.replace('"', '""') for t in terms) + "\""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT name FROM pages_fts WHERE pages_fts MATCH ? LIMIT ?", (match, limit)
+            ).fetchall()
+        return [str(r[0]) for r in rows]
+
+    def rebuild(self) -> int:
+        with self._lock, self._db:
+            self._db.execute("DELETE FROM pages")
+            self._db.execute("DELETE FROM pages_fts")
+        self.refresh()
+        return self.count()
+
+    def iter_bodies(self) -> Iterator[tuple[str, str]]:
+        for entry in self.entries():
+            path = self.vault.wiki / f"{entry.name}.md"
+            try:
+                yield entry.name, path.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
