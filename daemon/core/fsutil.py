@@ -91,6 +91,7 @@ def _atomic_write(
     *,
     crash_hooks: bool = True,
     unchanged_since: tuple[int, int] | bool | None = False,
+    still: Callable[[], bool] | None = None,
 ) -> bool:
     """The temp-fsync-rename dance; with ``unchanged_since``, gives up (False) if ``path`` changed."""
     from ..core.crashpoints import crash_point
@@ -111,7 +112,7 @@ def _atomic_write(
             os.chmod(tmp, 0o644)
         if crash_hooks:
             crash_point("after-temp-write")
-        if unchanged_since is not False and _stat_key(path) != unchanged_since:
+        if (unchanged_since is not False and _stat_key(path) != unchanged_since) or (still and not still()):
             tmp.unlink()
             return False
         os.replace(tmp, path)
@@ -123,6 +124,27 @@ def _atomic_write(
     if crash_hooks:
         crash_point("after-rename")
     return True
+
+
+def atomic_replace_if(path: Path, data: bytes | None, expected: bytes | None) -> bool:
+    """Compare-and-swap on a file: put ``data`` there (None: remove it) only while it still holds
+    ``expected`` (None: absent), checked right before the rename; False when it changed."""
+
+    def read() -> bytes | None:
+        try:
+            return path.read_bytes()
+        except FileNotFoundError:
+            return None
+
+    if data is None:
+        if read() != expected:
+            return False
+        path.unlink(missing_ok=True)
+        fsync_dir(path.parent)
+        return True
+    if read() != expected:
+        return False
+    return _atomic_write(path, lambda handle: handle.write(data), still=lambda: read() == expected)
 
 
 def atomic_write_text(path: Path, text: str, *, crash_hooks: bool = True) -> None:

@@ -5,9 +5,10 @@ keeps git's own semantics (attributes, filters, locks). We never use GitPython's
 object model in the long-running daemon: it keeps ``cat-file`` helper processes alive and
 leaks (see shared/reference/deps.md §4).
 
-Rules kept here: a commit holds exactly its paths on top of HEAD (``git commit --only``, or in
-a large wiki a private index, see :meth:`GitRepo._commit_private`), so whatever the user has staged stays staged and
-uncommitted; HEAD moves by compare-and-swap, never over a commit of theirs; no checkout,
+Rules kept here: a commit holds exactly the bytes it is given on top of HEAD, built in a private
+index (see :meth:`GitRepo._commit_private`) and never read back from the working tree, so a
+person saving a file meanwhile is never committed under our name and whatever they staged
+stays staged and uncommitted; HEAD moves by compare-and-swap, never over a commit of theirs; no checkout,
 reset, stash, clean or pull ever runs; while a merge, rebase or cherry-pick is in progress, or HEAD is detached, commits
 pause with a reason; a held ``index.lock`` is retried with backoff, then reported.
 """
@@ -18,6 +19,7 @@ import hashlib
 import logging
 import os
 import random
+import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -30,7 +32,6 @@ from ..core.errors import CommitPaused, WikiwrightError
 
 log = logging.getLogger(__name__)
 
-PRIVATE_INDEX_MIN_BYTES = 200_000
 _LOCK_MARKERS = ("index.lock", "File exists", "Unable to create", "another git process")
 
 
@@ -92,8 +93,6 @@ class GitRepo:
         self.private_marker = root / ".wikiwright" / "git-index.head"
         # A new object (a restart, perhaps after a power cut) rebuilds the index once.
         self._synced_once = False
-        # Past this size of .git/index (about 2,000 pages) commits go through the private index.
-        self.private_index_min_bytes = PRIVATE_INDEX_MIN_BYTES
 
     def run(self, *args: str, env: Mapping[str, str] | None = None, strip: bool = True) -> str:
         full_env = {**self._env, **(env or {})}
@@ -150,13 +149,20 @@ class GitRepo:
     def commit_person_edits(self, paths: Sequence[str]) -> str | None:
         """Commit a person's uncommitted edits to ``paths`` under their own git identity.
 
-        Called before the daemon changes those pages, so history shows who wrote what. Only
-        paths git sees as changed are committed; the person's other work is not touched.
+        Called before the daemon changes those files, so history shows who wrote what. Only
+        paths whose content differs from HEAD are committed (exactly the bytes read here); the
+        person's other work is not touched.
         """
-        changed = [p for p in paths if not self.is_tracked_clean(p)]
+        head = self.head_blobs(paths)
+        changed: dict[str, bytes | None] = {}
+        for rel in dict.fromkeys(paths):
+            data = self.read_worktree(rel)
+            blob = git_blob_id(data) if data is not None else None
+            if blob != head.get(rel):
+                changed[rel] = data
         if not changed:
             return None
-        return self.commit_paths(
+        return self.commit_contents(
             changed, "edit: your changes to " + ", ".join(changed),
             {"Wikiwright-Operation": "user-edit"}, author=self.user_identity(),
         )
@@ -171,6 +177,69 @@ class GitRepo:
                 values.append("")
         return values[0] or "Vault owner", values[1] or "owner@localhost"
 
+    # -- objects -------------------------------------------------------------------------
+
+    def read_worktree(self, rel: str) -> bytes | None:
+        try:
+            return (self.root / rel).read_bytes()
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            return None
+
+    def head_blobs(self, paths: Sequence[str], rev: str = "HEAD") -> dict[str, str]:
+        """The blob id of each of ``paths`` in ``rev`` (paths absent there are left out)."""
+        if not paths:
+            return {}
+        try:
+            out = self.run("ls-tree", "-z", "--full-tree", rev, "--", *dict.fromkeys(paths), strip=False)
+        except git.GitCommandError:
+            return {}  # no commit yet
+        found = {}
+        for entry in out.split("\0"):
+            meta, _, path = entry.partition("\t")
+            parts = meta.split()
+            if len(parts) == 3 and parts[1] == "blob":
+                found[path] = parts[2]
+        return found
+
+    def store_bytes(self, data: bytes) -> str:
+        """Write ``data`` into the object store as a blob (exactly these bytes); its id."""
+        with tempfile.TemporaryFile() as handle:
+            handle.write(data)
+            handle.seek(0)
+            out = self._git.execute(["git", "hash-object", "-w", "--no-filters", "--stdin"], istream=handle,
+                                    env=self._env)
+        return str(out).strip()
+
+    def store_files(self, paths: Sequence[str]) -> list[str]:
+        """Write the working-tree files ``paths`` into the object store; their blob ids in order."""
+        if not paths:
+            return []
+        with tempfile.TemporaryFile() as handle:
+            handle.write("".join(f"{self.root / rel}\n" for rel in paths).encode("utf-8", "surrogateescape"))
+            handle.seek(0)
+            out = self._git.execute(["git", "hash-object", "-w", "--no-filters", "--stdin-paths"],
+                                    istream=handle, env=self._env)
+        return str(out).split()
+
+    def _index_info(self, entries: Mapping[str, str | None], env: Mapping[str, str] | None, modes: Mapping[str, str]
+                    ) -> None:
+        lines = []
+        for rel, blob in entries.items():
+            if blob is None:
+                lines.append(f"0 {'0' * 40}\t{rel}\n")
+            else:
+                lines.append(f"{modes.get(rel, '100644')} {blob}\t{rel}\n")
+        data = "".join(lines).encode("utf-8", "surrogateescape")
+
+        def update() -> str:
+            with tempfile.TemporaryFile() as handle:
+                handle.write(data)
+                handle.seek(0)
+                return str(self._git.execute(["git", "update-index", "--index-info"], istream=handle,
+                                             env={**self._env, **(env or {})}))
+
+        self._with_lock_retry(update)
+
     # -- committing ----------------------------------------------------------------------
 
     def commit_paths(
@@ -181,11 +250,52 @@ class GitRepo:
         body: str = "",
         author: tuple[str, str] | None = None,
     ) -> str | None:
-        """Commit exactly ``paths`` (vault-relative); returns the new sha, None if unchanged.
+        """Commit the working-tree content of exactly ``paths`` (a folder: the files in it); the
+        new sha, None if unchanged."""
+        files: list[str] = []
+        for rel in paths:
+            folder = self.root / rel
+            if folder.is_dir() and not folder.is_symlink():
+                files += sorted(p.relative_to(self.root).as_posix() for p in folder.rglob("*") if p.is_file())
+            else:
+                files.append(rel)
+        return self.commit_contents({rel: self.read_worktree(rel) for rel in files}, subject, trailers, body, author)
 
-        Raises CommitPaused when the repository is busy or in a state we must not commit in.
+    def commit_contents(
+        self,
+        contents: Mapping[str, bytes | None],
+        subject: str,
+        trailers: Mapping[str, str],
+        body: str = "",
+        author: tuple[str, str] | None = None,
+    ) -> str | None:
+        """Commit these bytes at these paths (None: the path is removed); None if nothing changed."""
+        present = [rel for rel, data in contents.items() if data is not None]
+        stored = dict(zip(present, self._store_exact(present, contents), strict=True))
+        return self.commit_blobs({rel: stored.get(rel) for rel in contents}, subject, trailers, body, author)
+
+    def _store_exact(self, present: list[str], contents: Mapping[str, bytes | None]) -> list[str]:
+        """Blob ids of ``contents``: hashed from the files in one process when they still hold
+        those bytes, from memory otherwise (a person saved meanwhile: their bytes are not ours)."""
+        ids = self.store_files(present)
+        return [blob if blob == git_blob_id(contents[rel] or b"") else self.store_bytes(contents[rel] or b"")
+                for rel, blob in zip(present, ids, strict=True)]
+
+    def commit_blobs(
+        self,
+        entries: Mapping[str, str | None],
+        subject: str,
+        trailers: Mapping[str, str],
+        body: str = "",
+        author: tuple[str, str] | None = None,
+    ) -> str | None:
+        """Commit HEAD's tree with ``entries`` (path -> blob id already stored, None: removed).
+
+        Never reads the working tree: the commit holds exactly the blobs given, whatever a
+        person saves meanwhile. Raises CommitPaused when the repository is busy or in a state
+        we must not commit in.
         """
-        if not paths:
+        if not entries:
             return None
         env = None
         if author:
@@ -197,75 +307,74 @@ class GitRepo:
         message_file = self.root / ".wikiwright" / f"commit-msg-{os.getpid()}-{random.randrange(1 << 30)}"
         message_file.parent.mkdir(parents=True, exist_ok=True)
         message_file.write_text(format_message(subject, trailers, body), encoding="utf-8")
-        unique = sorted(set(paths))
         try:
-            head = self._head_from_files() or self.head()
-            if head is None or not self._large_index():
-                return self._commit_only(unique, message_file, env)
             for _attempt in range(5):
+                head = self._head_from_files() or self.head()
                 try:
-                    return self._commit_private(unique, message_file, env, head)
+                    return self._commit_private(dict(entries), message_file, env, head)
                 except _HeadMoved:
-                    head = self._head_from_files() or self.head()
-                    if head is None:
-                        break
+                    continue
             raise CommitPaused("HEAD kept moving while committing (another git process is committing)")
         finally:
             message_file.unlink(missing_ok=True)
 
-    def _large_index(self) -> bool:
-        """Whether the person's index is big enough that ``commit --only`` is the slow way.
-
-        ``git commit --only`` rebuilds a temporary index from HEAD on every commit: cheap in a
-        small wiki (two git processes, as bare git), the main cost in one of thousands of
-        pages. There the private index wins: five small processes, none of which rebuilds.
-        """
-        try:
-            return (self.git_dir / "index").stat().st_size >= self.private_index_min_bytes
-        except OSError:
-            return False
-
     def _commit_private(
-        self, paths: list[str], message_file: Path, env: Mapping[str, str] | None, head: str
+        self, entries: dict[str, str | None], message_file: Path, env: Mapping[str, str] | None, head: str | None
     ) -> str | None:
-        """Commit HEAD's tree plus ``paths`` built in a private index, then sync the person's index.
+        """Commit HEAD's tree plus ``entries`` built in a private index, then sync the person's index.
 
         The private index (``.wikiwright/git-index``) never holds the person's staged work, so
         nothing they staged is swept in; ``update-ref`` with the old value is a compare-and-swap
-        on HEAD, so a commit the person made meanwhile is never overwritten. Five small git
-        processes, but unlike ``git commit --only`` none rebuilds an index from HEAD, which is
-        what costs in a wiki of thousands of pages.
+        on HEAD, so a commit the person made meanwhile is never overwritten. A handful of small
+        git processes, none of which rebuilds an index from HEAD or reads the working tree.
         """
         private = {"GIT_INDEX_FILE": str(self.private_index)}
         # The person's git is mid-operation (a `git commit` waiting for its message holds
         # index.lock): moving HEAD now would make their commit fail. Wait for it.
         self._with_lock_retry(self._refuse_while_index_locked)
         synced = self._read_marker() if self._synced_once else None
-        if synced is None or synced[0] != head:
+        if synced is None or synced[0] != (head or "-"):
             # First commit of this object, an interrupted one, or the person committed: start
             # from HEAD's tree.
-            self._with_lock_retry(lambda: self.run("read-tree", head, env=private))
-            synced = (head, self.run("rev-parse", f"{head}^{{tree}}"))
+            if head is None:
+                self._with_lock_retry(lambda: self.run("read-tree", "--empty", env=private))
+                synced = ("-", self.run("write-tree", env=private))
+            else:
+                self._with_lock_retry(lambda: self.run("read-tree", head, env=private))
+                synced = (head, self.run("rev-parse", f"{head}^{{tree}}"))
             self._synced_once = True
         # From here until HEAD moves, the private index may differ from HEAD: no marker.
         self.private_marker.unlink(missing_ok=True)
-        self._with_lock_retry(lambda: self.run("add", "-A", "--", *paths, env=private))
+        modes = self._modes(list(entries))
+        self._index_info(entries, private, modes)
         tree = self.run("write-tree", env=private)
         if tree == synced[1]:
-            self._write_marker(head, tree)
-            self._sync_person_index(paths)
+            self._write_marker(synced[0], tree)
+            self._sync_person_index(entries, modes)
             return None  # none of the paths changed
         crash_point("before-commit")
-        commit = self.run("commit-tree", tree, "-p", head, "-F", str(message_file), env=env)
+        parents = ["-p", head] if head else []
+        commit = self.run("commit-tree", tree, *parents, "-F", str(message_file), env=env)
         subject = message_file.read_text(encoding="utf-8").split("\n", 1)[0]
         try:
-            self.run("update-ref", "-m", f"commit: {subject}", "HEAD", commit, head)
+            self.run("update-ref", "-m", f"commit: {subject}", "HEAD", commit, head or "")
         except git.GitCommandError as exc:
             raise _HeadMoved() from exc
         self._write_marker(commit, tree)
         crash_point("after-commit")
-        self._sync_person_index(paths)
+        self._sync_person_index(entries, modes)
         return commit
+
+    def _modes(self, paths: list[str]) -> dict[str, str]:
+        """An executable file stays one (its mode as on disk); everything else is 100644."""
+        modes = {}
+        for rel in paths:
+            try:
+                if os.stat(self.root / rel).st_mode & 0o100:
+                    modes[rel] = "100755"
+            except OSError:
+                continue
+        return modes
 
     def _refuse_while_index_locked(self) -> str:
         if (self.git_dir / "index.lock").exists():
@@ -282,42 +391,18 @@ class GitRepo:
     def _write_marker(self, head: str, tree: str) -> None:
         self.private_marker.write_text(f"{head} {tree}\n", encoding="ascii")
 
-    def _sync_person_index(self, paths: list[str]) -> None:
-        """Stage the committed paths in the person's index, so `git status` shows them clean."""
+    def _sync_person_index(self, entries: Mapping[str, str | None], modes: Mapping[str, str]) -> None:
+        """Record the committed blobs in the person's index, so `git status` shows what they
+        changed since (nothing, or their own newer edits), never our commit as a change."""
         try:
-            self._with_lock_retry(lambda: self.run("add", "-A", "--", *paths))
+            self._index_info(entries, None, modes)
         except (CommitPaused, WikiwrightError) as exc:
             # The commit stands; the next commit of these paths (or `git add`) settles the index.
-            log.warning("committed, but could not update the git index for %s: %s", ", ".join(paths), exc)
+            log.warning("committed, but could not update the git index for %s: %s", ", ".join(entries), exc)
 
-    def _commit_only(self, unique: list[str], message_file: Path, env: Mapping[str, str] | None) -> str | None:
-        """``git commit --only -- PATHS``: a small wiki, or a repository with no commit yet.
-
-        git builds the commit from HEAD plus exactly these paths (the person's other staged
-        work stays staged) and moves HEAD by compare-and-swap itself. New files are only
-        announced to the index (``add -N``), not staged: a commit the person makes in between
-        cannot sweep our pages into theirs.
-        """
-        present = [path for path in unique if (self.root / path).exists()]
-        if present:
-            self._with_lock_retry(lambda: self.run("add", "-N", "--", *present))
-        crash_point("before-commit")
-        try:
-            self._with_lock_retry(
-                lambda: self.run(
-                    "commit", "-q", "--no-verify", "--only", "-F", str(message_file), "--", *unique, env=env,
-                )
-            )
-        except CommitPaused:
-            raise
-        except WikiwrightError:
-            staged = self.run("diff", "--cached", "--name-only", "--no-renames", "--", *unique)
-            if staged.strip():
-                raise
-            return None
-        sha = self._head_from_files() or self.head()
-        crash_point("after-commit")
-        return sha
+    def sync_person_index(self, entries: Mapping[str, str | None]) -> None:
+        """After a crash between a commit and this step (recovery rolls the operation forward)."""
+        self._sync_person_index(entries, self._modes(list(entries)))
 
     def _with_lock_retry(self, action: Callable[[], str]) -> str:
         deadline = time.monotonic() + self.lock_retry_seconds

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 from datetime import date
+from typing import Any
 
-from ..core.fsutil import atomic_append_bytes, atomic_write_text
-from ..core.vault import Vault
-from ..wiki.catalog import Catalog, PageEntry
+from ..wiki.catalog import PageEntry
 from ..wiki.pages import Page, render_page
 
 INDEX_START = "<!-- wikiwright:index:start (built by wikiwright; edit outside this block) -->"
@@ -157,26 +156,89 @@ class _PrefixSizes:
         return sums[count]
 
 
-def rebuild_index(vault: Vault, catalog: Catalog) -> bool:
+def splice_index(current: str, block: str, previous_block: str = "") -> str:
+    """``current`` index.md text with its generated block replaced by ``block``.
+
+    The normal case is one start marker followed by one end marker. If a person deleted,
+    moved or duplicated a marker, no text is ever removed by pairing markers that do not
+    belong together: every marker line goes, plus the lines right next to a marker that are
+    lines of the block wikiwright wrote last (``previous_block``) — never anything else — and
+    the new block takes the place of the first marker (the end of the file when there is none).
+    """
+    rows = current.splitlines(keepends=True)
+    starts = [i for i, row in enumerate(rows) if row.strip() == INDEX_START]
+    ends = [i for i, row in enumerate(rows) if row.strip() == INDEX_END]
+    if len(starts) == 1 and len(ends) == 1 and starts[0] < ends[0]:
+        head, tail = "".join(rows[: starts[0]]), "".join(rows[ends[0] + 1 :])
+        return head + block + tail.lstrip("\n")
+    ours = {line for line in previous_block.splitlines() if line.strip()} - {INDEX_START, INDEX_END}
+    drop = set(starts) | set(ends)
+    for marker in sorted(drop):
+        # Generated lines run down from a start marker and up to an end marker.
+        step = 1 if marker in starts else -1
+        i = marker + step
+        while 0 <= i < len(rows) and i not in drop and (not rows[i].strip() or rows[i].rstrip("\r\n") in ours):
+            drop.add(i)
+            i += step
+    # A blank line inside a person's text (kept lines on both sides) stays; only generated lines go.
+    keep = [i not in drop or (not row.strip() and _between_kept(i, drop, rows)) for i, row in enumerate(rows)]
+    at = min(starts + ends) if starts or ends else None
+    if at is None:
+        return current.rstrip("\n") + "\n\n" + block
+    head = "".join(row for i, row in enumerate(rows[:at]) if keep[i])
+    tail = "".join(row for i, row in enumerate(rows) if i >= at and keep[i])
+    if head and not head.endswith("\n"):
+        head += "\n"
+    return head + block + tail.lstrip("\n")
+
+
+def _between_kept(i: int, drop: set[int], rows: list[str]) -> bool:
+    """A blank line inside a person's text (kept lines on both sides) stays."""
+    up = next((j for j in range(i - 1, -1, -1) if rows[j].strip()), None)
+    down = next((j for j in range(i + 1, len(rows)) if rows[j].strip()), None)
+    return up is not None and down is not None and up not in drop and down not in drop
+
+
+def block_of(text: str) -> str:
+    """The generated block of an index.md text ('' when its markers are not a proper pair)."""
+    start, end = text.find(INDEX_START), text.find(INDEX_END)
+    if start == -1 or end < start:
+        return ""
+    return text[start : end + len(INDEX_END)]
+
+
+def log_entry(kind: str, title: str, details: list[str], when: date | None = None) -> str:
+    """One log.md entry: ``## [YYYY-MM-DD] kind | Title`` and its detail lines."""
+    day = (when or date.today()).isoformat()
+    safe_title = title.replace("\n", " ").strip() or "(untitled)"
+    return f"\n## [{day}] {kind} | {safe_title}\n" + "".join(f"- {d}\n" for d in details)
+
+
+def appended_log(current: str | None, entry: str) -> str:
+    """log.md's text with ``entry`` appended (the first entry starts the file)."""
+    text = current if current is not None else empty_page("log")
+    if text and not text.endswith("\n"):
+        text += "\n"
+    return text + entry
+
+
+# -- direct writers, until every caller goes through the door (daemon/door) -------------------
+
+def rebuild_index(vault: Any, catalog: Any) -> bool:
     """Rewrite the generated block of index.md; returns True if the file changed."""
+    from ..core.fsutil import atomic_write_text
+
     path = vault.wiki / "index.md"
     current = path.read_text(encoding="utf-8") if path.exists() else empty_page("index")
-    block = render_index_block(catalog.entries())
-    start, end = current.find(INDEX_START), current.find(INDEX_END)
-    if start != -1 and end > start:
-        updated = current[:start] + block + current[end + len(INDEX_END) :].lstrip("\n")
-    else:
-        # A person removed the markers: keep their text and put the block after it.
-        updated = current.rstrip("\n") + "\n\n" + block
+    updated = splice_index(current, render_index_block(catalog.entries()), block_of(current))
     if updated == current:
         return False
     atomic_write_text(path, updated)
     return True
 
 
-def append_log(vault: Vault, kind: str, title: str, details: list[str], when: date | None = None) -> None:
-    """Append one entry to log.md (the file is rewritten atomically, earlier bytes kept)."""
-    day = (when or date.today()).isoformat()
-    safe_title = title.replace("\n", " ").strip() or "(untitled)"
-    entry = f"\n## [{day}] {kind} | {safe_title}\n" + "".join(f"- {d}\n" for d in details)
-    atomic_append_bytes(vault.wiki / "log.md", entry.encode("utf-8"), initial=empty_page("log").encode("utf-8"))
+def append_log(vault: Any, kind: str, title: str, details: list[str], when: date | None = None) -> None:
+    from ..core.fsutil import atomic_append_bytes
+
+    atomic_append_bytes(vault.wiki / "log.md", log_entry(kind, title, details, when).encode("utf-8"),
+                        initial=empty_page("log").encode("utf-8"))

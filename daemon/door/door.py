@@ -1,0 +1,545 @@
+"""The door: the one object through which every change to the vault passes.
+
+Usage::
+
+    door = Door.open(config, vault)            # once per process or command; runs crash recovery
+    try:
+        with door.operation(OpKind.LINT_FIX, "title") as op:   # the vault's write lock (all processes)
+            text = op.read("topics/x")          # the person's uncommitted edits are committed first
+            op.write([PageChange("topics/x", new, base=text)])   # compare-and-swap, three-way merge;
+                                                # unmergeable: the person's text stays, REVIEW.md asks
+            op.edit_file("REVIEW.md", mutate)   # any other vault file, same rules
+            op.propose("held-back", [proposal(...)])   # REVIEW.md proposals (wiki/reviewfile.py)
+            op.add_paths(["raw/x.md"])          # commit these files as they are on disk
+            op.details.append("…"); op.trailers["Wikiwright-Source"] = "…"
+            op.ledger_after_commit("set_kv", key, value)   # journaled: made even after a crash
+            op.after_commit(callback)           # called with the commit sha (not journaled)
+        # on exit: index.md rebuilt (if pages changed), one log.md entry, exactly one commit
+        # with trailers (Wikiwright-Operation: <OpKind>), the ledger, the journal cleared.
+        # An exception inside the block puts every file back as it was: nothing is committed.
+        op.commit_sha                           # None when the operation changed nothing
+    finally:
+        door.close()
+
+Rules the door keeps, so no caller has to: a file is never written without first committing
+what a person changed in it under their own name (``user-edit``), and only while it still
+holds what was read (compare-and-swap, redone on the person's newer text); the commit holds
+exactly the bytes the operation wrote, never what a person saves meanwhile; the journal
+(:mod:`.journal`) makes the whole operation crash-safe.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from ..core.config import Config
+from ..core.crashpoints import crash_point
+from ..core.errors import CommitPaused, UnsafePathError
+from ..core.fsutil import atomic_replace_if
+from ..core.locks import vault_write_lock
+from ..core.opkinds import OpKind
+from ..core.vault import Vault
+from ..intake.ledger import Ledger
+from ..vcs.repo import GitRepo, git_blob_id, merge_texts
+from ..wiki import reviewfile
+from ..wiki.catalog import Catalog
+from ..wiki.index import appended_log, block_of, empty_page, log_entry, render_index_block, splice_index
+from ..wiki.writer import Conflict, PageChange, WriteOutcome
+from .journal import FileChange, Journal, JournalEntry
+
+log = logging.getLogger(__name__)
+
+# Files outside wiki/ an operation may write (raw/ and logs/ are only ever committed as they are).
+ROOT_FILES = ("REVIEW.md", "SCHEMA.md", ".gitignore")
+COMMIT = "@commit"  # stands for the operation's commit sha in ledger_after_commit arguments
+_LEDGER_CALLS = ("set_kv", "finish_logs", "set_source_state", "set_page_blobs", "set_notice", "clear_notice",
+                 "review_add", "review_set_state")
+_RETRIES = 20
+
+
+def _page_rel(page: str) -> str:
+    return f"wiki/{page}.md"
+
+
+class Door:
+    def __init__(self, config: Config, vault: Vault, ledger: Ledger, catalog: Catalog, repo: GitRepo) -> None:
+        self.config = config
+        self.vault = vault
+        self.ledger = ledger
+        self.catalog = catalog
+        self.repo = repo
+        self.journal = Journal(vault.state)
+        self._owned = False
+
+    @classmethod
+    def open(cls, config: Config, vault: Vault, *, on_wait: Callable[[str], None] | None = None) -> Door:
+        """Open the vault's services and finish whatever a crashed operation left."""
+        ledger = Ledger(vault.db_path)
+        catalog = Catalog(vault)
+        repo = GitRepo(vault.root, config.git.author_name, config.git.author_email, config.git.lock_retry_seconds,
+                       on_wait=on_wait or (lambda message: ledger.set_notice("git", message)))
+        door = cls(config, vault, ledger, catalog, repo)
+        door._owned = True
+        try:
+            door.recover()
+            catalog.refresh()
+        except BaseException:
+            door.close()
+            raise
+        return door
+
+    def close(self) -> None:
+        if self._owned:
+            self.ledger.close()
+            self.catalog.close()
+            self._owned = False
+
+    def __enter__(self) -> Door:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- operations ------------------------------------------------------------------------
+
+    @contextmanager
+    def operation(self, kind: OpKind | str, title: str, *, today: date | None = None) -> Iterator[Operation]:
+        """One operation: the write lock for its whole life, one commit at its end (or nothing)."""
+        with vault_write_lock(self.vault.state):
+            self.recover()  # a crash of another process that held the lock before us
+            problem = self.repo.problem()
+            if problem:
+                raise CommitPaused(problem)
+            op = Operation(self, OpKind(kind), title, today)
+            try:
+                yield op
+                op._finish()
+            except BaseException:
+                op._roll_back()
+                raise
+
+    # -- crash recovery ----------------------------------------------------------------------
+
+    def recover(self) -> str | None:
+        """Finish or undo the operation a crash interrupted (idempotent); what was done, in words."""
+        with vault_write_lock(self.vault.state):
+            entry = self.journal.load()
+            if entry is None:
+                return None
+            found = self.repo.log("-F", f"--grep=Wikiwright-Op: {entry.op_id}", limit=1)
+            if found:
+                self._roll_forward(entry, found[0].sha)
+                message = (f"{entry.kind} '{entry.title}' had committed ({found[0].sha[:10]}) before a crash; "
+                           "finished it")
+            else:
+                self._restore(entry)
+                message = f"{entry.kind} '{entry.title}' stopped before its commit; its changes were undone"
+            crash_point("door-recovered")
+            self.journal.clear()
+            log.warning("%s", message)
+            return message
+
+    def _roll_forward(self, entry: JournalEntry, sha: str) -> None:
+        committed = {rel: change.after for rel, change in entry.files.items()}
+        self.repo.sync_person_index(committed)
+        if entry.page_blobs:
+            self.ledger.set_page_blobs(entry.page_blobs)
+        for method, args in entry.ledger:
+            _call_ledger(self, method, args, sha)
+
+    def _restore(self, entry: JournalEntry) -> None:
+        for rel, change in entry.files.items():
+            path = self.vault.root / rel
+            disk = _read_bytes(path)
+            blob = git_blob_id(disk) if disk is not None else None
+            if blob == change.before:
+                continue
+            before = self._blob(change.before)
+            if blob == change.after:
+                atomic_replace_if(path, before, disk)
+                continue
+            # A person changed the file after the crashed operation wrote it: take out only the
+            # operation's change (a reverse three-way merge), or leave it for them if that fails.
+            after = self._blob(change.after)
+            if disk is not None and before is not None and after is not None:
+                merged, clean = merge_texts(self.repo, after.decode("utf-8", "surrogateescape"),
+                                            disk.decode("utf-8", "surrogateescape"),
+                                            before.decode("utf-8", "surrogateescape"))
+                if clean and atomic_replace_if(path, merged.encode("utf-8", "surrogateescape"), disk):
+                    continue
+            log.warning("recovery: %s changed after an interrupted operation wrote it; left as it is", rel)
+
+    def _blob(self, blob: str | None) -> bytes | None:
+        if blob is None:
+            return None
+        text = self.repo.blob_text(blob)
+        return text.encode("utf-8", "surrogateescape") if text is not None else None
+
+
+def _call_ledger(door: Door, method: str, args: list[Any], sha: str) -> None:
+    """One journaled state update (the ledger's, or the REVIEW.md proposal store's)."""
+    if method not in _LEDGER_CALLS:
+        raise ValueError(f"not a journaled ledger call: {method}")
+    values: list[Any] = [sha if arg == COMMIT else arg for arg in args]
+    if method.startswith("review_"):
+        store = reviewfile.ReviewStore(door.vault.db_path)
+        try:
+            if method == "review_add":
+                ident, kind, description, pages, fix = values
+                store.add(reviewfile.Proposal(str(ident), str(kind), str(description), tuple(pages), dict(fix)))
+            else:
+                store.set_state(*values)
+        finally:
+            store.close()
+        return
+    getattr(door.ledger, method)(*values)
+
+
+def _read_bytes(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        return None
+
+
+@dataclass
+class _Touched:
+    ours: bytes | None  # what this operation commits at the path
+
+
+class Operation:
+    """What one operation changes; made by :meth:`Door.operation`, never directly."""
+
+    def __init__(self, door: Door, kind: OpKind, title: str, today: date | None) -> None:
+        self.door = door
+        self.kind = kind
+        self.title = title
+        self.today = today
+        self.id = uuid.uuid4().hex[:16]
+        self.details: list[str] = []
+        self.trailers: dict[str, str] = {}
+        self.outcome = WriteOutcome()  # every page write of the operation, merged
+        self.deleted: list[str] = []  # pages removed
+        self.always_log = False  # log.md entry and commit even when no file changed
+        self.commit_sha: str | None = None
+        self._entry = JournalEntry(self.id, kind.value, title)
+        self._touched: dict[str, _Touched] = {}
+        self._extra: list[str] = []
+        self._callbacks: list[Callable[[str | None], None]] = []
+        self._index_wanted = False
+
+    @property
+    def vault(self) -> Vault:
+        return self.door.vault
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def _path(self, rel: str) -> Path:
+        if rel.startswith("wiki/"):
+            return self.vault.wiki_path(rel.removeprefix("wiki/"))
+        if rel in ROOT_FILES:
+            return self.vault.root / rel
+        raise UnsafePathError(f"an operation may not write {rel!r}")
+
+    def settle(self, rels: Iterable[str]) -> None:
+        """Commit the person's uncommitted edits to ``rels`` under their name (files this
+        operation already wrote are left alone: their differences are the person's, for later)."""
+        fresh = [rel for rel in dict.fromkeys(rels) if rel not in self._touched]
+        if fresh:
+            self.door.repo.commit_person_edits(fresh)
+
+    def read(self, page: str) -> str | None:
+        rel = _page_rel(page)
+        self.settle([rel])
+        data = _read_bytes(self._path(rel))
+        return data.decode("utf-8") if data is not None else None
+
+    def read_file(self, rel: str) -> str | None:
+        self.settle([rel])
+        data = _read_bytes(self._path(rel))
+        return data.decode("utf-8", "surrogateescape") if data is not None else None
+
+    # -- writing ---------------------------------------------------------------------------
+
+    def _put(self, rel: str, ours: bytes | None, disk_now: bytes | None, worktree: bytes | None) -> bool:
+        """Journal, then write ``worktree`` at ``rel`` if it still holds ``disk_now``; the commit
+        will hold ``ours``. False when the file changed meanwhile (nothing written)."""
+        if rel not in self._entry.files:
+            self._entry.files[rel] = FileChange(git_blob_id(disk_now) if disk_now is not None else None, None)
+        self._entry.files[rel].after = git_blob_id(worktree) if worktree is not None else None
+        self.door.journal.save(self._entry)
+        if not atomic_replace_if(self._path(rel), worktree, disk_now):
+            return False
+        self._touched[rel] = _Touched(ours)
+        if worktree != ours:
+            # The file also holds a person's newer text: recovery must recognise the commit's bytes.
+            self._entry.files[rel].after = git_blob_id(ours) if ours is not None else None
+        return True
+
+    def edit_file(self, rel: str, mutate: Callable[[str | None], str | None]) -> bool:
+        """Apply ``mutate`` (text → new text; None: absent / remove) to a vault file; True if changed.
+
+        Redone on the person's newer text when they save meanwhile. After this operation
+        wrote the file once, a person's later typing stays theirs: the commit holds
+        ``mutate`` of the operation's own text, the file ``mutate`` of theirs.
+        """
+        for _attempt in range(_RETRIES):
+            self.settle([rel])
+            disk = _read_bytes(self._path(rel))
+            base = self._touched[rel].ours if rel in self._touched else disk
+            new = _encode(mutate(_decode(base)))
+            if new == base:
+                return False
+            worktree = new if disk == base else _encode(mutate(_decode(disk)))
+            if self._put(rel, new, disk, worktree):
+                return True
+        raise CommitPaused(f"{rel} kept changing while wikiwright tried to update it; will try again")
+
+    def write_file(self, rel: str, text: str, base: str | None) -> bool:
+        """Write ``text`` to ``rel`` only if it still holds ``base`` (None: absent); False if not."""
+        self.settle([rel])
+        disk = _read_bytes(self._path(rel))
+        if disk != _encode(base):
+            return False
+        return self._put(rel, _encode(text), disk, _encode(text))
+
+    def delete_page(self, page: str, expected: str) -> bool:
+        """Remove a page only if it still holds ``expected``; True if it is gone."""
+        rel = _page_rel(page)
+        self.settle([rel])
+        disk = _read_bytes(self._path(rel))
+        if disk is None:
+            return True
+        if disk != expected.encode("utf-8") or not self._put(rel, None, disk, None):
+            return False
+        self.deleted.append(page)
+        return True
+
+    def write(self, changes: list[PageChange]) -> WriteOutcome:
+        """Apply page changes: compare-and-swap, three-way merge with a person's edits, and an
+        unmergeable change proposed in REVIEW.md while the person's version stays."""
+        outcome = WriteOutcome()
+        for change in changes:
+            self._path(_page_rel(change.page))  # check every target before touching any file
+        self.settle([_page_rel(c.page) for c in changes])
+        for change in changes:
+            self._write_page(change, outcome)
+        for field_name in ("written", "merged", "unchanged", "conflicts"):
+            getattr(self.outcome, field_name).extend(getattr(outcome, field_name))
+        self.outcome.texts.update(outcome.texts)
+        return outcome
+
+    def _write_page(self, change: PageChange, outcome: WriteOutcome) -> None:
+        rel = _page_rel(change.page)
+        new = change.text.encode("utf-8")
+        for _attempt in range(_RETRIES):
+            self.settle([rel])
+            disk = _read_bytes(self._path(rel))
+            ours = self._touched[rel].ours if rel in self._touched else disk
+            if ours == new:
+                outcome.unchanged.append(change.page)
+                outcome.texts[change.page] = change.text
+                return
+            base = self._base(change, rel)
+            if ours is None or ours == base:
+                worktree: bytes | None = new
+                commit, merged = new, False
+            elif base is not None:
+                text, clean = merge_texts(self.door.repo, base.decode("utf-8"), ours.decode("utf-8"), change.text)
+                if not clean:
+                    outcome.conflicts.append(self._conflict(change, ours))
+                    return
+                commit, worktree, merged = text.encode("utf-8"), text.encode("utf-8"), True
+            else:
+                outcome.conflicts.append(self._conflict(change, ours))
+                return
+            if disk != ours:
+                # A person typed in a file this operation already wrote: their text stays in the
+                # file, on top of ours, and stays theirs (uncommitted) — or the change waits.
+                if ours is None or disk is None:
+                    outcome.conflicts.append(self._conflict(change, disk))
+                    return
+                text, clean = merge_texts(self.door.repo, ours.decode("utf-8"), disk.decode("utf-8"),
+                                          commit.decode("utf-8"))
+                if not clean:
+                    outcome.conflicts.append(self._conflict(change, disk))
+                    return
+                worktree = text.encode("utf-8")
+            if self._put(rel, commit, disk, worktree):
+                outcome.written.append(change.page)
+                if merged:
+                    outcome.merged.append(change.page)
+                outcome.texts[change.page] = commit.decode("utf-8")
+                return
+        raise CommitPaused(f"{rel} kept changing while wikiwright tried to write it; will try again")
+
+    def _base(self, change: PageChange, rel: str) -> bytes | None:
+        if change.base is not None:
+            return change.base.encode("utf-8")
+        blob = self.door.ledger.page_blob(change.page)
+        text = self.door.repo.blob_text(blob) if blob else None
+        return text.encode("utf-8") if text is not None else None
+
+    def _conflict(self, change: PageChange, disk: bytes | None) -> Conflict:
+        """The person's page stays; wikiwright's version waits in REVIEW.md for them."""
+        proposal = reviewfile.proposal(
+            "edit-conflict",
+            f"[[{change.page.rsplit('/', 1)[-1]}]] changed while wikiwright worked on it "
+            f"({change.reason or self.title}) and the two versions do not merge; your version was kept — "
+            "tick to replace it with wikiwright's",
+            pages=[change.page],
+            fix={"action": "write-page", "page": change.page, "text": change.text,
+                 "base": disk.decode("utf-8") if disk is not None else None},
+            facts={"page": change.page, "text": change.text},
+        )
+        self.propose("edit-conflict", [proposal])
+        reason = (f"wiki/{change.page}.md changed on disk while wikiwright worked on it and the change did not "
+                  f"merge cleanly; your version was kept, wikiwright's version is proposed in REVIEW.md")
+        log.warning("%s", reason)
+        return Conflict(change.page, "REVIEW.md", reason)
+
+    def propose(self, kind: str, items: Iterable[reviewfile.Proposal | Mapping[str, Any]]) -> list[str]:
+        """Add proposals to REVIEW.md in this operation (the format: wiki/reviewfile.py); new ids."""
+        proposals = []
+        for raw in items:
+            if isinstance(raw, reviewfile.Proposal):
+                proposals.append(raw if raw.kind == kind else reviewfile.Proposal(
+                    raw.id, kind, raw.description, raw.pages, raw.fix, raw.options, raw.heading))
+            else:
+                proposals.append(reviewfile.proposal(
+                    kind, str(raw["description"]), raw.get("pages", ()), raw.get("fix"), raw.get("facts"),
+                    raw.get("options", ()), str(raw.get("heading", ""))))
+        store = reviewfile.ReviewStore(self.vault.db_path)
+        try:
+            new = list({p.id: p for p in proposals if store.get(p.id) is None}.values())
+            if not new:
+                return []
+
+            def mutate(text: str | None) -> str:
+                text = text if text is not None else reviewfile.HEADER
+                present = reviewfile.parse_review(text)
+                for p in new:
+                    if p.id not in present:
+                        text = reviewfile.insert_lines(text, reviewfile.heading_of(p), reviewfile.render_lines(p))
+                return text
+
+            self.edit_file("REVIEW.md", mutate)
+        finally:
+            store.close()
+        for p in new:
+            self.ledger_after_commit("review_add", p.id, p.kind, p.description, list(p.pages), dict(p.fix))
+        return [p.id for p in new]
+
+    def add_paths(self, rels: Iterable[str]) -> None:
+        """Commit these files (e.g. ``raw/x.md``) in this operation's commit, as they are on disk."""
+        self._extra += [rel for rel in rels if rel not in self._extra]
+
+    def rebuild_index(self) -> None:
+        """Rebuild index.md at the end even if no page changed."""
+        self._index_wanted = True
+
+    def ledger_after_commit(self, method: str, *args: Any) -> None:
+        """A ledger call made once the commit exists, journaled so a crash cannot lose it;
+        an argument equal to :data:`COMMIT` is replaced by the commit's sha. ``review_set_state``
+        (item id, state, note, sha) updates a REVIEW.md proposal's answer the same way."""
+        if method not in _LEDGER_CALLS:
+            raise ValueError(f"not a journaled ledger call: {method}")
+        self._entry.ledger.append([method, list(args)])
+
+    def after_commit(self, callback: Callable[[str | None], None]) -> None:
+        """Called with the commit sha (None: nothing was committed) after the commit and the
+        journaled ledger calls. Not journaled: what it records must be recoverable otherwise."""
+        self._callbacks.append(callback)
+
+    # -- the end -----------------------------------------------------------------------------
+
+    def _pages_changed(self) -> list[str]:
+        return [rel[5:-3] for rel in self._touched if rel.startswith("wiki/") and rel.endswith(".md")
+                and rel not in ("wiki/index.md", "wiki/log.md")]
+
+    def _finish(self) -> None:
+        door = self.door
+        changed = self._pages_changed()
+        if changed or self.deleted or self._index_wanted:
+            door.catalog.refresh(sorted({*changed, *self.deleted}) or None)
+            self._write_index()
+        crash_point("door-after-index")
+        if not self._touched and not self._extra and not self.always_log:
+            self._run_callbacks(None)
+            return
+        entry = log_entry(self.kind.value, self.title, self.details, self.today)
+        self.edit_file("wiki/log.md", lambda text: appended_log(text, entry))
+        crash_point("door-after-log")
+        trailers = {"Wikiwright-Operation": self.kind.value, **self.trailers}
+        pages = sorted({*self.outcome.written, *self.outcome.unchanged, *self.deleted})
+        if pages:
+            trailers.setdefault("Wikiwright-Pages", ", ".join(_page_rel(p) for p in pages))
+        if self.outcome.conflicts:
+            trailers.setdefault("Wikiwright-Conflicts", ", ".join(c.page for c in self.outcome.conflicts))
+        trailers["Wikiwright-Op"] = self.id
+        contents = {rel: t.ours for rel, t in self._touched.items()}
+        for rel in self._extra:
+            if rel not in contents:
+                contents[rel] = _read_bytes(door.vault.root / rel)
+        blobs = {page: git_blob_id(text.encode("utf-8")) for page, text in self.outcome.texts.items()}
+        index = self._touched.get("wiki/index.md")
+        if index is not None and index.ours is not None:
+            blobs["index"] = git_blob_id(index.ours)
+        self._entry.page_blobs = blobs
+        self.door.journal.save(self._entry)
+        subject = f"{self.kind.value}: {self.title}"
+        self.commit_sha = door.repo.commit_contents(contents, subject, trailers)
+        crash_point("door-after-commit")
+        if blobs:
+            door.ledger.set_page_blobs(blobs)
+        for method, args in self._entry.ledger:
+            _call_ledger(door, method, args, self.commit_sha or "")
+        crash_point("door-before-journal-clear")
+        door.journal.clear()
+        self._run_callbacks(self.commit_sha)
+
+    def _run_callbacks(self, sha: str | None) -> None:
+        for callback in self._callbacks:
+            callback(sha)
+
+    def _write_index(self) -> None:
+        door = self.door
+        block = render_index_block(door.catalog.entries())
+        last = door.ledger.page_blob("index")
+        previous = block_of(door.repo.blob_text(last) or "") if last else ""
+
+        def mutate(text: str | None) -> str:
+            current = text if text is not None else empty_page("index")
+            return splice_index(current, block, previous or block_of(current))
+
+        self.edit_file("wiki/index.md", mutate)
+
+    def _roll_back(self) -> None:
+        """The operation failed before its commit: every file it wrote gets its earlier text."""
+        entry = self.door.journal.load()
+        if entry is None or entry.op_id != self.id:
+            return
+        found = self.door.repo.log("-F", f"--grep=Wikiwright-Op: {self.id}", limit=1)
+        if found:
+            self.door._roll_forward(entry, found[0].sha)
+        else:
+            self.door._restore(entry)
+        self.door.journal.clear()
+        pages = [rel[5:-3] for rel in entry.files if rel.startswith("wiki/") and rel.endswith(".md")]
+        if pages:
+            self.door.catalog.refresh(pages)
+
+
+def _decode(data: bytes | None) -> str | None:
+    return data.decode("utf-8", "surrogateescape") if data is not None else None
+
+
+def _encode(text: str | None) -> bytes | None:
+    return text.encode("utf-8", "surrogateescape") if text is not None else None
