@@ -28,7 +28,7 @@ from wikiwright.core.config import load_config
 from wikiwright.core.logsetup import LOG_FILE_NAME, escape_controls, log_dir, make_handler, redact
 from wikiwright.core.vault import Vault
 from wikiwright.runtime.daemon import Daemon
-from wikiwright.runtime.service import LAUNCHD_LABEL, render_plist, render_unit, systemd_escape
+from wikiwright.service import LAUNCHD_LABEL, render_plist, render_unit, systemd_escape
 
 from tests.fault_tools import heartbeat, launch, new_vault, reap_daemons, spawn, stop, wait_settled  # noqa: F401
 from tests.helpers import cli, daemon_log, wait_for
@@ -46,7 +46,7 @@ def _verify(unit: Path) -> subprocess.CompletedProcess[str]:
 @pytest.mark.skipif(SYSTEMD_ANALYZE is None, reason="systemd-analyze is not installed (not a systemd system)")
 @pytest.mark.parametrize("vault_name", ["Wiki", "My Vault 100% $HOME"])
 def test_rendered_unit_passes_systemd_analyze_verify(tmp_path: Path, vault_name: str) -> None:
-    unit = tmp_path / "units" / "wikiwright.runtime.service"
+    unit = tmp_path / "units" / "wikiwright.service"
     unit.parent.mkdir()
     text = render_unit(tmp_path / vault_name)
     unit.write_text(text)
@@ -66,7 +66,7 @@ def test_rendered_unit_passes_systemd_analyze_verify(tmp_path: Path, vault_name:
 @pytest.mark.skipif(SYSTEMD_ANALYZE is None, reason="systemd-analyze is not installed (not a systemd system)")
 def test_verify_catches_an_interpreter_that_does_not_exist(tmp_path: Path) -> None:
     """The control for the test above: verify really checks ExecStart."""
-    unit = tmp_path / "wikiwright.runtime.service"
+    unit = tmp_path / "wikiwright.service"
     unit.write_text(render_unit(tmp_path / "Wiki", python="/nonexistent/bin/python3"))
     result = _verify(unit)
     assert result.returncode != 0
@@ -118,7 +118,7 @@ def _fake_tools(tmp_path: Path) -> tuple[dict[str, str], Path]:
 def test_service_install_is_idempotent_and_uninstall_removes_it(tmp_path: Path) -> None:
     root = new_vault(tmp_path)
     env, calls = _fake_tools(tmp_path)
-    unit = Path(env["XDG_CONFIG_HOME"]) / "systemd" / "user" / "wikiwright.runtime.service"
+    unit = Path(env["XDG_CONFIG_HOME"]) / "systemd" / "user" / "wikiwright.service"
 
     printed = cli("service", "print", "--manager", "systemd", "--vault", str(root), env=env)
     assert printed.returncode == 0, printed.stderr
@@ -130,7 +130,7 @@ def test_service_install_is_idempotent_and_uninstall_removes_it(tmp_path: Path) 
     assert f"--vault {root}" in unit.read_text()
     log = calls.read_text().splitlines()
     assert "systemctl --user daemon-reload" in log
-    assert "systemctl --user enable --now wikiwright.runtime.service" in log
+    assert "systemctl --user enable --now wikiwright.service" in log
     assert "loginctl enable-linger someone" in first.stdout  # the linger hint, since Linger=no
     assert not list(unit.parent.glob("*wikiwright-tmp*"))
 
@@ -149,7 +149,7 @@ def test_service_install_is_idempotent_and_uninstall_removes_it(tmp_path: Path) 
     removed = cli("service", "uninstall", "--manager", "systemd", env=env)
     assert removed.returncode == 0, removed.stderr
     assert not unit.exists()
-    assert "systemctl --user disable --now wikiwright.runtime.service" in calls.read_text()
+    assert "systemctl --user disable --now wikiwright.service" in calls.read_text()
 
 
 def test_service_install_without_a_user_session_says_what_to_do(tmp_path: Path) -> None:
