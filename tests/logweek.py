@@ -124,9 +124,18 @@ def _plants(day: int, session: int) -> dict[str, list[str]]:
 
 
 def generate_week(logs_dir: Path, *, days: int = 7, sessions: int = 7, seed: int = 7,
-                  filler: int = 20) -> int:
-    """Write ``days`` daily logs into ``logs_dir``; returns the bytes written."""
+                  filler: int = 20, repeat_pool: int = 0) -> int:
+    """Write ``days`` daily logs into ``logs_dir``; returns the bytes written.
+
+    ``repeat_pool`` > 0 makes logs that repeat themselves, as an agent's session logs do: the
+    one-off lines are drawn from that many distinct lines, so each recurs across sessions.
+    """
     rng = random.Random(seed)
+    pool = [_one_off(random.Random(seed + n)) for n in range(repeat_pool)]
+
+    def filler_line() -> str:
+        return rng.choice(pool) if pool else _one_off(rng)
+
     logs_dir.mkdir(parents=True, exist_ok=True)
     total = 0
     for day in range(days):
@@ -139,9 +148,9 @@ def generate_week(logs_dir: Path, *, days: int = 7, sessions: int = 7, seed: int
             out.append(f"## Session {hour:02d}:{rng.randrange(60):02d} UTC — {label}")
             plants = _plants(day, session)
             sections = {
-                "What Changed": [f"- 🟡 {_one_off(rng)}" if rng.random() < 0.5 else f"- {_one_off(rng)}"
+                "What Changed": [f"- 🟡 {filler_line()}" if rng.random() < 0.5 else f"- {filler_line()}"
                                  for _ in range(filler)],
-                "What Worked": [f"- {_one_off(rng)}" for _ in range(2)],
+                "What Worked": [f"- {filler_line()}" for _ in range(2)],
                 "What Didn't": [f"- {_transient(rng)}"],
                 "Patterns Learned": [],
                 "Decisions": [],
@@ -164,6 +173,12 @@ def generate_week(logs_dir: Path, *, days: int = 7, sessions: int = 7, seed: int
         (logs_dir / f"{when.isoformat()}.md").write_text(text, encoding="utf-8")
         total += len(text.encode("utf-8"))
     return total
+
+
+def filler_for_lines(lines: int, *, days: int = 7, sessions: int = 7) -> int:
+    """The ``filler`` that makes ``generate_week`` write about ``lines`` lines in all."""
+    per_session = 12  # heading, section headings, planted, ephemeral and code lines, blank
+    return max(1, lines // (days * sessions) - per_session)
 
 
 def surviving(pages_text: str) -> list[tuple[Fact, bool]]:

@@ -101,3 +101,60 @@ def vault_write_lock(state_dir: Path) -> Iterator[None]:
             _HELD.pop(key, None)
             fcntl.flock(fd, fcntl.LOCK_UN)
             os.close(fd)
+
+
+# -- is a lock's holder still there? --------------------------------------------------------
+
+BOOT_ID_PATH = Path("/proc/sys/kernel/random/boot_id")
+
+
+def boot_id() -> str | None:
+    """This boot's id (Linux); a lock written under another boot has no living holder."""
+    try:
+        return BOOT_ID_PATH.read_text(encoding="ascii").strip() or None
+    except OSError:
+        return None
+
+
+def process_start(pid: int) -> str | None:
+    """When ``pid`` started (clock ticks since boot, /proc), to tell a reused pid from its first owner."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[-1].split()
+    return fields[19] if len(fields) > 19 else None  # field 22, starttime (fields count from 3 here)
+
+
+def holder_identity() -> dict[str, str | int | None]:
+    """What a file lock records about its holder so that another process can tell it is gone."""
+    import socket
+
+    pid = os.getpid()
+    return {"host": socket.gethostname(), "pid": pid, "boot_id": boot_id(), "started": process_start(pid)}
+
+
+def holder_gone(identity: dict[str, object]) -> bool:
+    """True when the process that recorded ``identity`` surely no longer runs.
+
+    Only on this host: the pid is dead, or the machine rebooted since (another boot id), or the
+    pid now belongs to a process that started at another time. Unknown stays False (the caller
+    falls back to its time limit).
+    """
+    import socket
+
+    pid = identity.get("pid")
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0 or identity.get("host") != socket.gethostname():
+        return False
+    recorded_boot, current_boot = identity.get("boot_id"), boot_id()
+    if recorded_boot and current_boot and recorded_boot != current_boot:
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False  # alive, another user's
+    started = identity.get("started")
+    now_started = process_start(pid)
+    return bool(started and now_started and started != now_started)

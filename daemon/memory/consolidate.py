@@ -1,10 +1,12 @@
 """Consolidation: the gate, the lock, and the four phases that turn daily logs into topic pages.
 
 The gate opens when all three hold: ``consolidation.min_hours`` since the last consolidation,
-``consolidation.min_sessions`` session blocks logged since then, and no consolidation in
-progress. The lock ``.wikiwright/consolidation-lock`` is JSON
+``consolidation.min_sessions`` session blocks logged since then (``## Session`` blocks: agents'
+hook blocks, a repository's day of commits, ``wikiwright log --session``; a ``## Note`` does not
+count), and no consolidation in progress. The lock ``.wikiwright/consolidation-lock`` is JSON
 ``{"last_consolidated_at", "locked_by", "locked_at"}`` (ms since the epoch); a lock held longer
-than ``stale_lock_minutes`` is taken over, with a log line.
+than ``stale_lock_minutes`` is taken over, with a log line, and so is one whose holder is gone
+(its pid no longer runs on this host, or the machine rebooted since: pid and boot id).
 
 What "since then" means is a cursor: for every log file, the byte offset consolidation read
 up to and the sha256 of those bytes (logs are append-only, so new content is what follows).
@@ -38,7 +40,7 @@ from ..core.config import Config
 from ..core.crashpoints import crash_point
 from ..core.errors import ConsolidationBusy, LLMError
 from ..core.fsutil import atomic_write_text, sha256_bytes
-from ..core.locks import vault_write_lock
+from ..core.locks import holder_gone, holder_identity, vault_write_lock
 from ..core.vault import Vault
 from ..intake.ledger import Ledger
 from ..memory.dailylog import DailyLog, Observation, iter_log_files, parse_log
@@ -67,10 +69,15 @@ class LockData:
     last_consolidated_at: int | None = None
     locked_by: str | None = None
     locked_at: int | None = None
+    # Who holds it (host, pid, boot id, process start): a holder that is gone is taken over at once.
+    holder: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> str:
-        return json.dumps({"last_consolidated_at": self.last_consolidated_at, "locked_by": self.locked_by,
-                           "locked_at": self.locked_at}) + "\n"
+        data: dict[str, Any] = {"last_consolidated_at": self.last_consolidated_at, "locked_by": self.locked_by,
+                                "locked_at": self.locked_at}
+        if self.locked_by is not None and self.holder:
+            data["holder"] = self.holder
+        return json.dumps(data) + "\n"
 
 
 def owner_name(purpose: str = "consolidate") -> str:
@@ -104,11 +111,15 @@ class ConsolidationLock:
             return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
         holder = data.get("locked_by")
+        identity = data.get("holder")
         return LockData(as_int(data.get("last_consolidated_at")), str(holder) if holder else None,
-                        as_int(data.get("locked_at")))
+                        as_int(data.get("locked_at")), identity if isinstance(identity, dict) else {})
 
     def is_stale(self, data: LockData) -> bool:
-        return data.locked_by is not None and self.now_ms() - (data.locked_at or 0) >= self.stale_ms
+        """Taken over: its holder is gone (a killed run), or it is older than the time limit."""
+        if data.locked_by is None:
+            return False
+        return self.now_ms() - (data.locked_at or 0) >= self.stale_ms or holder_gone(data.holder)
 
     @contextlib.contextmanager
     def _guarded(self) -> Iterator[None]:
@@ -131,10 +142,11 @@ class ConsolidationLock:
                         f"a consolidation is in progress ({data.locked_by}, for {age_min:.0f} min); "
                         f"its lock becomes stale after {self.stale_ms / 60_000:.0f} min"
                     )
-                log.warning("taking over a stale consolidation lock held by %s for %.0f min",
-                            data.locked_by, age_min)
-            atomic_write_text(self.path, LockData(data.last_consolidated_at, owner, self.now_ms()).to_json(),
-                              crash_hooks=False)
+                gone = " (its process is gone)" if holder_gone(data.holder) else ""
+                log.warning("taking over a stale consolidation lock held by %s for %.0f min%s",
+                            data.locked_by, age_min, gone)
+            atomic_write_text(self.path, LockData(data.last_consolidated_at, owner, self.now_ms(),
+                                                  holder_identity()).to_json(), crash_hooks=False)
             return data
 
     def release(self, owner: str, consolidated_at: int | None) -> None:
@@ -145,8 +157,8 @@ class ConsolidationLock:
                 log.warning("the consolidation lock was taken over by %s while %s ran; leaving it",
                             data.locked_by, owner)
                 if consolidated_at is not None:
-                    atomic_write_text(self.path, LockData(consolidated_at, data.locked_by, data.locked_at).to_json(),
-                                      crash_hooks=False)
+                    atomic_write_text(self.path, LockData(consolidated_at, data.locked_by, data.locked_at,
+                                                          data.holder).to_json(), crash_hooks=False)
                 return
             last = consolidated_at if consolidated_at is not None else data.last_consolidated_at
             atomic_write_text(self.path, LockData(last, None, None).to_json(), crash_hooks=False)
@@ -202,7 +214,7 @@ def new_log_content(vault: Vault, cursor: dict[str, dict[str, Any]]) -> list[Log
             continue
         parsed = parse_log(data.decode("utf-8", errors="replace"), day)
         reads.append(LogRead(rel, day, start, len(data), sha256_bytes(data), parsed,
-                             len(parsed.sessions_since(start))))
+                             len(parsed.counted_since(start))))
     return reads
 
 
@@ -682,11 +694,11 @@ class Consolidator:
     def _propose(self, plan: Plan, run_id: str) -> RunResult:
         """consolidation.review = true: each page change waits in REVIEW.md for a tick.
 
-        Proposals go through review.py (``add_proposals`` with a ``write-page`` fix): ticking
+        Proposals go through wiki/reviewfile.py (``add_proposals`` with a ``write-page`` fix): ticking
         one applies that page's change as its own commit, with the usual compare-and-swap
         against what the page held when the proposal was made.
         """
-        from ..upkeep.review import add_proposals
+        from ..wiki.reviewfile import add_proposals
 
         after = self._ledger_after(plan)
         title = f"{len(plan.logs)} daily log(s), {plan.sessions} session(s)"

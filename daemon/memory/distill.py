@@ -21,7 +21,7 @@ from typing import Any
 
 from ..memory.dailylog import REDACTED_RE, Observation, redact
 from ..memory.reldate import absolutize
-from ..memory.topics import KINDS, SIMILAR, ClaimItem, Item, normalize, similar
+from ..memory.topics import KINDS, ClaimItem, Item, SimilarIndex, normalize
 
 PROMOTE_SESSIONS = 3
 PROMOTE_SESSIONS_LEARNED = 2
@@ -174,40 +174,18 @@ def gather(
     pending: dict[str, Any] | None = None,
 ) -> Gathered:
     groups: list[Group] = []
-    by_norm: dict[frozenset[str], Group] = {}
     claims: list[ClaimItem] = []
     skipped: dict[str, int] = {}
     count = 0
-
-    postings: dict[str, list[Group]] = {}
+    # Groups by their words: finding the similar group reads a few postings, not every group.
+    seen: SimilarIndex[Group] = SimilarIndex()
+    known_index: SimilarIndex[bool] = SimilarIndex()
+    for words in known:
+        known_index.add(words, True)
 
     def index(group: Group) -> None:
         groups.append(group)
-        by_norm[group.norm] = group
-        for word in group.norm:
-            postings.setdefault(word, []).append(group)
-
-    def find(norm: frozenset[str]) -> Group | None:
-        exact = by_norm.get(norm)
-        if exact is not None:
-            return exact
-        # Only groups sharing at least half of the words can be similar: count shared words
-        # through the word -> groups postings instead of comparing with every group.
-        shared: dict[int, int] = {}
-        by_id: dict[int, Group] = {}
-        for word in norm:
-            for group in postings.get(word, ()):
-                shared[id(group)] = shared.get(id(group), 0) + 1
-                by_id[id(group)] = group
-        for key, count in sorted(shared.items(), key=lambda kv: -kv[1]):
-            other = by_id[key].norm
-            # The bounds of topics.similar, from the shared-word count alone.
-            jaccard = count / (len(other) + len(norm) - count)
-            if jaccard < SIMILAR and not (count >= 5 and count / min(len(other), len(norm)) >= 0.9):
-                continue
-            if similar(other, norm):
-                return by_id[key]
-        return None
+        seen.add(group.norm, group)
 
     for key, data in (pending or {}).items():
         try:
@@ -232,11 +210,11 @@ def gather(
             claims.append(ClaimItem(claim.group("key"), value, obs.day, bool(_REPLACES_RE.search(value))))
             continue
         norm = normalize(obs.text)
-        group = find(norm)
+        group = seen.find(norm)
         if group is None:
             text = _clean_text(obs.text, obs.day)
             group = Group(text, obs.day, norm, classify(obs.text, obs.section), obs.section)
-            group.known = any(similar(norm, k) for k in known)
+            group.known = known_index.find(norm) is not None
             index(group)
         elif obs.priority == "durable" and not group.durable:
             # The wording a log marks durable is the one worth keeping.

@@ -14,9 +14,12 @@ entry a later log replaces is struck through with the log that replaced it.
 
 from __future__ import annotations
 
+import math
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from datetime import date
+from typing import Generic, TypeVar
 
 from ..wiki.pages import Claim, Page, get_section, parse_claim_line, parse_page, render_page, set_section
 
@@ -44,7 +47,9 @@ _STOP_WORDS = (
 _STOP = frozenset(_STOP_WORDS.split())
 _WORD_RE = re.compile(r"[\w']+", re.UNICODE)
 _DATE_RE = re.compile(rf"\b{_DATE}\b|\((?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)\)", re.I)
-SIMILAR = 0.7
+SIMILAR = 0.7  # shared words over all words (Jaccard)
+CONTAIN = 0.9  # or: shared words over the shorter one's words ...
+CONTAIN_MIN = 5  # ... when at least this many are shared
 
 
 def normalize(text: str) -> frozenset[str]:
@@ -60,13 +65,104 @@ def similar(a: frozenset[str], b: frozenset[str]) -> bool:
         return False
     if a == b:
         return True
-    # Numbers and identifiers carry the fact: "BIL-4821" vs "BIL-1190", "50 rps" vs "100 rps".
-    ids_a = {w for w in a if any(ch.isdigit() for ch in w)}
-    ids_b = {w for w in b if any(ch.isdigit() for ch in w)}
-    if ids_a and ids_b and ids_a != ids_b:
-        return False
     inter = len(a & b)
-    return inter / len(a | b) >= SIMILAR or (inter >= 5 and inter / min(len(a), len(b)) >= 0.9)
+    if not (inter / len(a | b) >= SIMILAR or (inter >= CONTAIN_MIN and inter / min(len(a), len(b)) >= CONTAIN)):
+        return False
+    # Numbers and identifiers carry the fact: "BIL-4821" vs "BIL-1190", "50 rps" vs "100 rps".
+    ids_a = _ids(a)
+    ids_b = _ids(b)
+    return not (ids_a and ids_b and ids_a != ids_b)
+
+
+def _ids(words: frozenset[str]) -> frozenset[str]:
+    return frozenset(w for w in words if any(ch.isdigit() for ch in w))
+
+
+T = TypeVar("T")
+_NO_IDS: frozenset[str] = frozenset()
+
+
+class SimilarIndex(Generic[T]):
+    """Items by their words, answering "which are :func:`similar` to these words?" without
+    comparing with every item (consolidating a long log was quadratic that way).
+
+    Only items that can pass :func:`similar`'s bounds are compared: an item sharing enough of the
+    query's words (Jaccard, or containing the query) shares at least one of the query's
+    ``n - ceil(SIMILAR * n) + 1`` rarest words, so only those words' postings are read; an item
+    contained in the query is found through the few words it was filed under when added (its
+    rarest then, ``m - ceil(CONTAIN * m) + 1`` of them). Items whose numbers and identifiers
+    differ from the query's are never similar, so postings are kept per set of identifiers.
+    """
+
+    def __init__(self) -> None:
+        self._items: list[tuple[frozenset[str], T]] = []
+        self._exact: dict[frozenset[str], int] = {}
+        self._all: dict[str, list[int]] = {}  # word -> items (every word)
+        self._by_ids: dict[tuple[frozenset[str], str], list[int]] = {}
+        self._filed_all: dict[str, list[int]] = {}  # word -> items filed under it (a few words each)
+        self._filed_by_ids: dict[tuple[frozenset[str], str], list[int]] = {}
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def add(self, words: frozenset[str], item: T) -> None:
+        seq = len(self._items)
+        self._items.append((words, item))
+        self._exact[words] = seq
+        ids = _ids(words)
+        for word in words:
+            self._all.setdefault(word, []).append(seq)
+            self._by_ids.setdefault((ids, word), []).append(seq)
+        m = len(words)
+        if m >= CONTAIN_MIN:
+            needed = math.ceil(CONTAIN * m - 1e-9)
+            for word in sorted(words, key=lambda w: (len(self._all[w]), w))[: m - needed + 1]:
+                self._filed_all.setdefault(word, []).append(seq)
+                self._filed_by_ids.setdefault((ids, word), []).append(seq)
+
+    def _candidates(self, words: frozenset[str]) -> set[int]:
+        n = len(words)
+        probe = n - math.ceil(SIMILAR * n - 1e-9) + 1
+        ids = _ids(words)
+        found: set[int] = set()
+        if ids:
+            # Items with other identifiers are never similar: read this set's postings and
+            # those of items without any.
+            for bucket in (ids, _NO_IDS):
+                lists = sorted((self._by_ids.get((bucket, w), []) for w in words), key=len)[:probe]
+                for postings in lists:
+                    found.update(postings)
+                for word in words:
+                    found.update(self._filed_by_ids.get((bucket, word), ()))
+        else:
+            for postings in sorted((self._all.get(w, []) for w in words), key=len)[:probe]:
+                found.update(postings)
+            for word in words:
+                found.update(self._filed_all.get(word, ()))
+        return found
+
+    def matches(self, words: frozenset[str]) -> Iterator[T]:
+        """Every similar item, in the order they were added."""
+        if not words:
+            return
+        for seq in sorted(self._candidates(words)):
+            other, item = self._items[seq]
+            if similar(other, words):
+                yield item
+
+    def find(self, words: frozenset[str]) -> T | None:
+        """The similar item sharing the most words (an item with exactly these words first)."""
+        exact = self._exact.get(words)
+        if exact is not None:
+            return self._items[exact][1]
+        if not words:
+            return None
+        ranked = sorted(self._candidates(words), key=lambda seq: (-len(self._items[seq][0] & words), seq))
+        for seq in ranked:
+            other, item = self._items[seq]
+            if similar(other, words):
+                return item
+        return None
 
 
 @dataclass
@@ -143,6 +239,9 @@ class MergeStats:
 
 def merge_entries(entries: list[Entry], items: list[Item], stats: MergeStats) -> list[Entry]:
     out = list(entries)
+    positions: SimilarIndex[int] = SimilarIndex()
+    for index, entry in enumerate(out):
+        positions.add(entry.norm, index)
     for item in items:
         norm = normalize(item.text)
         if item.supersedes:
@@ -155,8 +254,9 @@ def merge_entries(entries: list[Entry], items: list[Item], stats: MergeStats) ->
                                        norm=entry.norm)
                     stats.superseded += 1
                     break
-        match = next((e for e in out if e.current and similar(e.norm, norm)), None)
+        match = next((out[i] for i in positions.matches(norm) if out[i].current), None)
         if match is None:
+            positions.add(norm, len(out))
             out.append(Entry(item.text, item.first, item.last, item.sessions, new=True, norm=norm))
             stats.added += 1
         elif not match.raw:
@@ -172,25 +272,31 @@ def merge_claims(section: str | None, items: list[ClaimItem], stats: MergeStats)
     lines = (section or "## Claims\n").rstrip("\n").split("\n")
     if not lines or not lines[0].startswith("## "):
         lines.insert(0, "## Claims")
+    # Each line parsed once: the current claims of each key, by line (a long log has many).
+    by_key: dict[str, list[int]] = {}
+    parsed: dict[int, Claim] = {}
+    for index, line in enumerate(lines):
+        claim = parse_claim_line(line)
+        if claim is not None and claim.is_current:
+            parsed[index] = claim
+            by_key.setdefault(claim.key, []).append(index)
     for item in sorted(items, key=lambda c: c.day):
         source = f"logs/{item.day.isoformat()}"
         new_norm = normalize(item.value)
-        duplicate = False
-        current_same_key: list[tuple[int, Claim]] = []
-        for index, line in enumerate(lines):
-            claim = parse_claim_line(line)
-            if claim is None or claim.key != item.key or not claim.is_current:
-                continue
-            if normalize(claim.value) == new_norm:
-                duplicate = True
-            current_same_key.append((index, claim))
-        if duplicate:
+        current_same_key = [(index, parsed[index]) for index in by_key.get(item.key, [])]
+        if any(normalize(claim.value) == new_norm for _, claim in current_same_key):
             continue
         if item.replaces:
             for index, claim in current_same_key:
                 lines[index] = claim.with_status("superseded", by=source).render()
                 stats.claims_superseded += 1
-        lines.append(Claim(item.key, item.value, item.day.isoformat(), source).render())
+            by_key[item.key] = []
+        rendered = Claim(item.key, item.value, item.day.isoformat(), source).render()
+        added = parse_claim_line(rendered)
+        if added is not None and added.is_current:
+            parsed[len(lines)] = added
+            by_key.setdefault(added.key, []).append(len(lines))
+        lines.append(rendered)
         stats.claims_added += 1
     return "\n".join(lines) + "\n"
 
