@@ -43,6 +43,8 @@ class IngestConfig:
     workers: int = 2
     summary_sentences: int = 3
     key_points: int = 6
+    # A file with more than one hard link may be a link to a file outside the vault.
+    allow_hard_links: bool = False
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,8 @@ class LLMConfig:
     daily_cap_tokens: int = 0
     monthly_cap_tokens: int = 0
     max_section_shrink: float = 0.5
+    # Secrets (keys, tokens, passwords, private keys) are replaced before any text is sent.
+    redact_secrets: bool = True
 
     @property
     def enabled(self) -> bool:
@@ -93,6 +97,12 @@ class LintConfig:
     review_poll_seconds: float = 2.0
 
 
+@dataclass(frozen=True)
+class PagesConfig:
+    # Remote images make the reader's editor fetch them (the address leaks); off: they become links.
+    allow_remote_images: bool = False
+
+
 SECTIONS: dict[str, type] = {
     "watch": WatchConfig,
     "ingest": IngestConfig,
@@ -100,6 +110,7 @@ SECTIONS: dict[str, type] = {
     "llm": LLMConfig,
     "consolidation": ConsolidationConfig,
     "lint": LintConfig,
+    "pages": PagesConfig,
 }
 
 
@@ -111,6 +122,7 @@ class Config:
     llm: LLMConfig = field(default_factory=LLMConfig)
     consolidation: ConsolidationConfig = field(default_factory=ConsolidationConfig)
     lint: LintConfig = field(default_factory=LintConfig)
+    pages: PagesConfig = field(default_factory=PagesConfig)
     # "section.key" -> human description of the layer the value came from.
     origins: Mapping[str, str] = field(default_factory=dict, compare=False)
     default_vault: str = ""

@@ -22,31 +22,15 @@ from pathlib import Path
 
 import platformdirs
 
+from .secrets import scan
+
 LOG_FILE_NAME = "wikiwright.log"
 LOG_MAX_BYTES = 5_000_000
 LOG_BACKUPS = 5
-REDACTED = "[REDACTED]"
 
-# Provider key formats and generic credential shapes. Longest, most specific first.
-_SECRET_PATTERNS: tuple[re.Pattern[str], ...] = (
-    re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)", re.DOTALL),
-    re.compile(r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_\-]{16,}"),  # OpenAI, Anthropic
-    re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),  # AWS access key ids
-    re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}\b"),  # GitHub tokens
-    re.compile(r"\bgithub_pat_[A-Za-z0-9_]{40,}\b"),
-    re.compile(r"\bxox[abprs]-[A-Za-z0-9\-]{10,}"),  # Slack
-    re.compile(r"\bAIza[0-9A-Za-z_\-]{35}\b"),  # Google
-    re.compile(r"\bhf_[A-Za-z0-9]{30,}\b"),  # Hugging Face
-    re.compile(r"\bgsk_[A-Za-z0-9]{30,}\b"),  # Groq
-)
-# key=value / key: value / "key": "value" where the key names a credential: keep the name.
-_PAIR_RE = re.compile(
-    r"(?i)(\b[\w.\-]*(?:api[_-]?key|secret|token(?!s)|password|passwd|authorization)[\w.\-]*[\"']?\s*[:=]\s*[\"']?)"
-    r"(?:Bearer\s+)?([^\s\"',;}]{4,})"
-)
-_BEARER_RE = re.compile(r"(?i)\b(Bearer\s+)[A-Za-z0-9._~+/\-]{8,}=*")
 _SECRET_ENV_RE = re.compile(r"(?i)(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?)$")
-_CONTROL_RE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+# Surrogates too: a file name that is not valid UTF-8 arrives with them (surrogateescape).
+_CONTROL_RE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
 
 
 def _escape_char(match: re.Match[str]) -> str:
@@ -73,12 +57,8 @@ def secret_values(
 
 
 def redact(text: str, literals: list[str] | None = None) -> str:
-    for value in literals if literals is not None else secret_values():
-        text = text.replace(value, REDACTED)
-    for pattern in _SECRET_PATTERNS:
-        text = pattern.sub(REDACTED, text)
-    text = _BEARER_RE.sub(lambda m: m.group(1) + REDACTED, text)
-    return _PAIR_RE.sub(lambda m: m.group(1) + REDACTED, text)
+    """Credentials in a log line become ``[REDACTED]`` (the one table in core/secrets.py)."""
+    return scan(text, label=False, literals=literals if literals is not None else secret_values())[0]
 
 
 def make_safe(text: str, literals: list[str] | None = None) -> str:

@@ -27,6 +27,7 @@ from typing import Any
 
 from ..core.config import Config, LLMConfig
 from ..core.errors import BudgetExceeded, ConfigError, LLMAuthError, LLMError, LLMReplyError, LLMTransientError
+from ..core.secrets import redact as redact_secrets
 from ..core.sqlitedb import open_db
 from ..core.vault import Vault
 from ..intake.ledger import Ledger
@@ -352,6 +353,10 @@ class LLMClient:
         if not model:
             raise ConfigError("llm.model is empty: no model is configured")
         check_budget(self.costs, self.llm)
+        if self.llm.redact_secrets:
+            # The last guard before the network: whatever room built the prompt (ingest, ask,
+            # consolidation, prose check), no secret of the one table leaves the machine.
+            system, user = redact_secrets(system), redact_secrets(user)
         messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
         totals = [0, 0, 0.0, 0.0]  # tokens in, out, cost, latency over every attempt
         reply_problem = ""

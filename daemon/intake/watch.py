@@ -12,6 +12,7 @@ from __future__ import annotations
 import fnmatch
 import logging
 import os
+import sqlite3
 import stat
 import threading
 import time
@@ -25,9 +26,12 @@ from watchdog.observers.api import BaseObserver
 from watchdog.observers.polling import PollingObserver
 
 from ..core.config import WatchConfig
-from ..core.fsutil import TEMP_MARKER, sha256_file
+from ..core.errors import SourceRejected
+from ..core.fsutil import TEMP_MARKER
 from ..core.vault import Vault
 from ..intake.ledger import Ledger
+from ..intake.names import in_hidden_folder, relative_name
+from ..intake.safeopen import hash_inside
 
 log = logging.getLogger(__name__)
 
@@ -79,11 +83,13 @@ def _stat_key(path: Path) -> tuple[int, int] | None:
 class Registrar:
     """Decides what a stable path is and records it in the ledger."""
 
-    def __init__(self, vault: Vault, ledger: Ledger, max_bytes: int, on_queued: threading.Event) -> None:
+    def __init__(self, vault: Vault, ledger: Ledger, max_bytes: int, on_queued: threading.Event,
+                 allow_hard_links: bool = False) -> None:
         self.vault = vault
         self.ledger = ledger
         self.max_bytes = max_bytes
         self.on_queued = on_queued
+        self.allow_hard_links = allow_hard_links
 
     def kind_of(self, path: Path) -> str | None:
         for kind, folder in (("raw", self.vault.raw), ("log", self.vault.logs)):
@@ -96,7 +102,11 @@ class Registrar:
         kind = self.kind_of(path)
         if kind is None:
             return None
-        rel = path.relative_to(self.vault.root).as_posix()
+        top = self.vault.raw if kind == "raw" else self.vault.logs
+        if in_hidden_folder(top, path):
+            return None  # as the rescan and doctor: a hidden folder (.git, .obsidian, .trash) is not input
+        # The ledger name: the file name escaped to one printable line when it needs it.
+        rel = relative_name(self.vault.root, path)
         try:
             st = path.lstat()
         except FileNotFoundError:
@@ -133,7 +143,15 @@ class Registrar:
         if unicodedata.normalize("NFC", rel) != rel:
             log.debug("%s has a decomposed (NFD) name; recorded as is", rel)
         try:
-            digest = sha256_file(path)
+            # Hashed through the no-follow walk: a folder on the path swapped for a link since
+            # the lstat above is refused, never followed.
+            digest, _ = hash_inside(top, path, allow_hard_links=self.allow_hard_links)
+        except SourceRejected as exc:
+            if exc.code == "missing":
+                return None
+            self.ledger.record_final(rel, kind, "quarantined", f"{exc.code}: {exc}",
+                                     size=st.st_size, mtime_ns=st.st_mtime_ns)
+            return "quarantined"
         except OSError as exc:
             log.warning("cannot read %s: %s", rel, exc)
             return None
@@ -191,10 +209,16 @@ class StabilityTracker:
         for path in ready:
             try:
                 state = self.registrar.register(path)
-            except Exception as exc:  # disk full, database locked: look again later, drop nothing
+            except (OSError, sqlite3.Error) as exc:  # disk full, database locked: look again later, drop nothing
                 log.warning("cannot record %s yet (%s); trying again in %.0fs", path, exc, RETRY_REGISTER)
                 with self._lock:
                     self._watched.setdefault(path, _Watch(now + RETRY_REGISTER, _stat_key(path)))
+                continue
+            except Exception as exc:
+                # Not a passing condition: retrying every few seconds would only repeat it. The
+                # next event on the file or the next rescan looks again.
+                log.error("cannot record %s: %s: %s; it is looked at again at the next rescan",
+                          path, type(exc).__name__, exc)
                 continue
             if state is not None:
                 registered.append(path)
@@ -212,7 +236,7 @@ class StabilityTracker:
                 names = filenames + [d for d in os.listdir(dirpath) if (base / d).is_symlink() and d not in filenames]
                 for name in names:
                     path = base / name
-                    rel = path.relative_to(root).as_posix()
+                    rel = relative_name(root, path)
                     key = _stat_key(path)
                     seen = known.get(rel)
                     if seen is not None and key is not None and (seen[0], seen[1]) == key:

@@ -35,6 +35,8 @@ from datetime import date, datetime
 from pathlib import Path
 
 from ..core.errors import WikiwrightError
+from ..core.secrets import REDACTED_RE as SECRET_REDACTED_RE
+from ..core.secrets import redact as redact_secrets
 
 log = logging.getLogger(__name__)
 
@@ -67,41 +69,13 @@ class LogWriteError(WikiwrightError):
 
 # --- redaction ------------------------------------------------------------------------
 
-_SECRET_PATTERNS: tuple[tuple[str, re.Pattern[str], str], ...] = (
-    ("private-key", re.compile(
-        r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)",
-        re.DOTALL), "[REDACTED:private-key]"),
-    ("openai-key", re.compile(r"\bsk-(?:[A-Za-z0-9]+-)*[A-Za-z0-9_\-]{16,}"), "[REDACTED:api-key]"),
-    ("stripe-key", re.compile(r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{10,}"), "[REDACTED:api-key]"),
-    ("aws-key", re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[0-9A-Z]{16}\b"), "[REDACTED:aws-key]"),
-    ("github-token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{22,})"),
-     "[REDACTED:github-token]"),
-    ("slack-token", re.compile(r"\bxox[abeoprs]-[A-Za-z0-9-]{10,}"), "[REDACTED:slack-token]"),
-    ("google-key", re.compile(r"\bAIza[0-9A-Za-z_\-]{35}\b"), "[REDACTED:api-key]"),
-    ("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), "[REDACTED:jwt]"),
-    ("bearer", re.compile(r"(?i)\b(bearer|token)([ \t]+)(?!\[REDACTED)[A-Za-z0-9._~+/\-]{12,}=*"),
-     r"\1\2[REDACTED:token]"),
-    ("url-password", re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://[^\s:/@]+:)[^\s@/]+@"), r"\1[REDACTED]@"),
-    # key=value / key: value for names that hold secrets; the name stays so the line still reads.
-    ("assignment", re.compile(
-        r"(?i)\b((?:[a-z0-9_\-]*?)(?:password|passwd|pwd|passphrase|secret|api[_\-]?key|access[_\-]?key|"
-        r"auth[_\-]?token|access[_\-]?token|client[_\-]?secret|private[_\-]?key)[a-z0-9_\-]*)"
-        r"([ \t]*[=:][ \t]*)(?!\[REDACTED)(?:\"[^\"\n]*\"|'[^'\n]*'|[^\s,;]+)"),
-     r"\1\2[REDACTED]"),
-    # Any other "...token = value" or "..._KEY = value" whose value looks like a credential.
-    ("token-assignment", re.compile(
-        r"(?i)\b([a-z0-9_\-]*token|[a-z0-9_\-]*[_\-]key)([ \t]*[=:][ \t]*)(?!\[REDACTED)"
-        r"[\"']?[A-Za-z0-9_\-.~+/]{8,}=*[\"']?"),
-     r"\1\2[REDACTED]"),
-)
-REDACTED_RE = re.compile(r"\[REDACTED(?::[a-z\-]+)?\]")
+# The one table lives in core/secrets.py (prompts, logs and source pages use it too).
+REDACTED_RE = SECRET_REDACTED_RE
 
 
 def redact(text: str) -> str:
     """Replace API keys, tokens, passwords and private keys with ``[REDACTED:kind]``."""
-    for _name, pattern, replacement in _SECRET_PATTERNS:
-        text = pattern.sub(replacement, text)
-    return text
+    return redact_secrets(text)
 
 
 # --- the parsed form --------------------------------------------------------------------

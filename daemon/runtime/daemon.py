@@ -120,7 +120,8 @@ class Daemon:
         self.catalog.refresh()
         self.pipeline = Pipeline(self.config, self.vault, self.ledger, self.catalog, self.repo,
                                  planner=self._planner(), stop=self.stop_requested)
-        self.registrar = Registrar(self.vault, self.ledger, self.config.ingest.max_source_bytes, self.work_ready)
+        self.registrar = Registrar(self.vault, self.ledger, self.config.ingest.max_source_bytes, self.work_ready,
+                                   allow_hard_links=self.config.ingest.allow_hard_links)
         self.tracker = StabilityTracker(self.config.watch, self.registrar)
         self.watcher = Watcher(self.vault, self.config.watch, self.tracker)
         # Start watching first, then rescan: a file landing in between is seen by one of them.

@@ -10,6 +10,7 @@ from typing import Any
 from ..core.config import Config
 from ..core.vault import Vault, VaultLock
 from ..intake.ledger import Ledger
+from ..runtime.diskspace import disk_full_status
 from ..vcs.repo import GitRepo
 
 STALE_HEARTBEAT = 30.0
@@ -35,6 +36,12 @@ def gather(config: Config, vault: Vault, *, recent: int = 5) -> dict[str, Any]:
             for s in ledger.sources() if s.state != "ingested"
         ]
         notices = [{"key": k, "message": m, "since": s} for k, m, s in ledger.notices()]
+        # A full disk can keep new files from even reaching the queue: count them as waiting.
+        disk_notice, waiting = disk_full_status(vault, lambda: {r.path for r in ledger.files()})
+        if disk_notice is not None:
+            notices.append(disk_notice)
+            pending += waiting
+            counts["pending"] = counts.get("pending", 0) + len(waiting)
     finally:
         ledger.close()
     holder = VaultLock(vault).holder()

@@ -31,9 +31,12 @@ from typing import Any
 import git
 
 from ..core.config import Config
-from ..core.fsutil import TEMP_MARKER, sha256_file
+from ..core.errors import SourceRejected
+from ..core.fsutil import TEMP_MARKER
 from ..core.vault import Vault, VaultLock
 from ..intake.ledger import Ledger
+from ..intake.names import relative_name
+from ..intake.safeopen import hash_inside
 from ..vcs.repo import GitRepo
 from ..wiki.pages import FrontMatterError, parse_claims, parse_page
 
@@ -183,7 +186,7 @@ class Doctor:
         lost: list[tuple[str, Path]] = []
         now = time.time()
         for kind, path, hidden in self._walk_inputs():
-            rel = path.relative_to(self.vault.root).as_posix()
+            rel = relative_name(self.vault.root, path)  # the ledger's name: any bytes, one printable line
             if hidden:
                 states["skipped (in a hidden folder)"] += 1
                 continue
@@ -217,17 +220,20 @@ class Doctor:
         return CheckResult("accounting", not lost, summary, details, repaired)
 
     def _same_content(self, path: Path, sha: str) -> bool:
-        if not sha or not path.is_file() or path.is_symlink():
+        if not sha:
             return False
+        top = self.vault.raw if path.is_relative_to(self.vault.raw) else self.vault.logs
         try:
-            return sha256_file(path) == sha
-        except OSError:
+            # The same no-follow walk as the watcher: a link on the path is never read through.
+            return hash_inside(top, path, allow_hard_links=True)[0] == sha
+        except (OSError, SourceRejected):
             return False
 
     def _register(self, paths: list[Path], ledger: Ledger) -> list[str]:
         from ..intake.watch import Registrar
 
-        registrar = Registrar(self.vault, ledger, self.config.ingest.max_source_bytes, threading.Event())
+        registrar = Registrar(self.vault, ledger, self.config.ingest.max_source_bytes, threading.Event(),
+                              allow_hard_links=self.config.ingest.allow_hard_links)
         done = []
         for path in paths:
             state = registrar.register(path)

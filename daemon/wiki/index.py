@@ -12,6 +12,7 @@ from typing import Any
 
 from ..wiki.catalog import PageEntry
 from ..wiki.pages import Page, render_page
+from ..wiki.sanitize import clean_line
 
 INDEX_START = "<!-- wikiwright:index:start (built by wikiwright; edit outside this block) -->"
 INDEX_END = "<!-- wikiwright:index:end -->"
@@ -210,8 +211,10 @@ def block_of(text: str) -> str:
 def log_entry(kind: str, title: str, details: list[str], when: date | None = None) -> str:
     """One log.md entry: ``## [YYYY-MM-DD] kind | Title`` and its detail lines."""
     day = (when or date.today()).isoformat()
-    safe_title = title.replace("\n", " ").strip() or "(untitled)"
-    return f"\n## [{day}] {kind} | {safe_title}\n" + "".join(f"- {d}\n" for d in details)
+    # A title or a file name in a detail line is data: one line each, through the sanitizer,
+    # so a name cannot add entries (or markup) to log.md.
+    safe_title = clean_line(title).text or "(untitled)"
+    return f"\n## [{day}] {kind} | {safe_title}\n" + "".join(f"- {clean_line(d).text}\n" for d in details)
 
 
 def appended_log(current: str | None, entry: str) -> str:

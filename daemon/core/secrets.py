@@ -1,0 +1,112 @@
+"""The one table of secret shapes, used by every room that must keep a credential in place.
+
+A secret never leaves the machine and never reaches a page, a commit or a log: the daily-log
+appender, the log filter, the text of a source before it is planned, and every prompt before
+it is sent all run :func:`redact` over this table. Each entry names a *kind* (shown to people:
+"the source contained an aws-key") and never the value.
+
+The generic shapes (``password = …``) only fire on an assignment whose name is a word of its
+own (not part of a path such as ``raw/passwd:``) so ordinary prose and file names stay intact.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+REDACTED = "[REDACTED]"
+REDACTED_RE = re.compile(r"\[REDACTED(?::[a-z\-]+)?\]")
+
+# A credential name stands alone: not the tail of a path, a file name or a longer word.
+_NAME_START = r"(?<![/\\.\w\-])"
+_NOT_DONE = r"(?!\[REDACTED)"
+
+
+@dataclass(frozen=True)
+class SecretShape:
+    kind: str
+    pattern: re.Pattern[str]
+    # Groups kept around the value (a name and its "=" stay so the line still reads).
+    keep_groups: int = 0
+    # What the marker says in place of the value: "[REDACTED:<marker>]", or "[REDACTED]" when
+    # empty (an assignment's name already says what was there).
+    marker: str | None = None
+
+
+def _shape(kind: str, regex: str, flags: int = 0, keep_groups: int = 0, marker: str | None = None) -> SecretShape:
+    return SecretShape(kind, re.compile(regex, flags), keep_groups, marker)
+
+
+# Most specific first: a private key block before anything that might match inside it.
+SECRET_SHAPES: tuple[SecretShape, ...] = (
+    _shape("private-key",
+           r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)",
+           re.DOTALL),
+    _shape("anthropic-key", r"\bsk-ant-(?:[A-Za-z0-9]+-)*[A-Za-z0-9_\-]{16,}", marker="api-key"),
+    _shape("openai-key", r"\bsk-(?:[A-Za-z0-9]+-)*[A-Za-z0-9_\-]{16,}", marker="api-key"),
+    _shape("stripe-key", r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{10,}", marker="api-key"),
+    _shape("aws-key", r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[0-9A-Z]{16}\b"),
+    _shape("github-token", r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{22,})"),
+    _shape("gitlab-token", r"\bgl(?:pat|dt|rt|ptt|cbt|oas|soat)-[A-Za-z0-9_\-]{20,}"),
+    _shape("slack-token", r"\bxox[abeoprs]-[A-Za-z0-9-]{10,}"),
+    _shape("slack-webhook", r"https://hooks\.slack\.com/services/[A-Za-z0-9/]{20,}"),
+    _shape("google-key", r"\bAIza[0-9A-Za-z_\-]{35}\b", marker="api-key"),
+    _shape("huggingface-token", r"\bhf_[A-Za-z0-9]{30,}\b"),
+    _shape("groq-key", r"\bgsk_[A-Za-z0-9]{30,}\b"),
+    _shape("jwt", r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
+    # scheme://user:password@host — the user and host stay.
+    _shape("connection-string", r"(?i)\b([a-z][a-z0-9+.\-]*://[^\s:/@]+:)" + _NOT_DONE + r"[^\s@/]+(@)",
+           keep_groups=2, marker=""),
+    _shape("bearer-token", r"(?i)\b(bearer[ \t]+)" + _NOT_DONE + r"[A-Za-z0-9._~+/\-]{8,}=*", keep_groups=1,
+           marker="token"),
+    # "token abc123…": only a value with a digit in it (prose says "token bucket").
+    _shape("token", r"(?i)\b(token[ \t]+)" + _NOT_DONE + r"(?=[A-Za-z0-9._~+/\-]*\d)[A-Za-z0-9._~+\-]{12,}=*",
+           keep_groups=1, marker="token"),
+    # password = value / DB_PASSWORD: "value" / api_key=value / Authorization: value.
+    _shape("password",
+           r"(?i)" + _NAME_START + r"((?:[a-z0-9_\-]*?)(?:password|passwd|pwd|passphrase|secret|api[_\-]?key|"
+           r"access[_\-]?key|auth[_\-]?token|access[_\-]?token|client[_\-]?secret|private[_\-]?key|"
+           r"authorization)[a-z0-9_\-]*[\"']?[ \t]*[=:][ \t]*)" + _NOT_DONE +
+           r"(?:\"[^\"\n]*\"|'[^'\n]*'|(?:Bearer[ \t]+)?[^\s,;\"'}]+)",
+           keep_groups=1, marker=""),
+    # Any other "…token = value" or "…_KEY = value" whose value looks like a credential.
+    _shape("token",
+           r"(?i)" + _NAME_START + r"([a-z0-9_\-]*token|[a-z0-9_\-]*[_\-]key)([\"']?[ \t]*[=:][ \t]*)" + _NOT_DONE +
+           r"[\"']?(?=[A-Za-z0-9_\-.~+/]*\d)[A-Za-z0-9_\-.~+/]{8,}=*[\"']?",
+           keep_groups=2, marker=""),
+)
+
+
+def _replacement(shape: SecretShape, label: bool) -> str:
+    name = shape.kind if shape.marker is None else shape.marker
+    marker = f"[REDACTED:{name}]" if label and name else REDACTED
+    if shape.keep_groups == 2 and shape.kind == "connection-string":
+        return r"\1" + marker + r"\2"
+    return "".join(f"\\{n}" for n in range(1, shape.keep_groups + 1)) + marker
+
+
+def scan(text: str, *, label: bool = True, literals: list[str] | None = None) -> tuple[str, list[str]]:
+    """(``text`` with every secret replaced, the sorted kinds found). Values are never returned.
+
+    ``literals`` are exact values to hide as well (the environment's API keys, for logs).
+    """
+    kinds: set[str] = set()
+    for value in literals or ():
+        if value and value in text:
+            text = text.replace(value, "[REDACTED:env-value]" if label else REDACTED)
+            kinds.add("env-value")
+    for shape in SECRET_SHAPES:
+        text, count = shape.pattern.subn(_replacement(shape, label), text)
+        if count:
+            kinds.add(shape.kind)
+    return text, sorted(kinds)
+
+
+def redact(text: str, *, label: bool = True, literals: list[str] | None = None) -> str:
+    """``text`` with API keys, tokens, passwords, private keys and connection passwords replaced."""
+    return scan(text, label=label, literals=literals)[0]
+
+
+def secret_kinds(text: str) -> list[str]:
+    """The kinds of secret ``text`` holds (empty when none)."""
+    return scan(text)[1]
