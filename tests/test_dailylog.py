@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import time
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from wikiwright.memory.dailylog import (
 )
 from wikiwright.memory.reldate import absolutize
 
+from tests.conftest import Services
 from tests.helpers import cli
 
 WHEN = datetime(2026, 11, 24, 14, 5, tzinfo=UTC)
@@ -193,3 +195,47 @@ def test_cli_log_appends_redacted_block(vault: Vault) -> None:
 ])
 def test_relative_dates_become_absolute(text: str, expected: str) -> None:
     assert absolutize(text, date(2026, 11, 24)) == expected  # a Tuesday
+
+
+def test_notes_are_read_like_sessions_but_do_not_count_toward_the_gate() -> None:
+    text = ("# 2026-11-24\n\n## Note 09:00 UTC — shell: api\n- 🔴 a quick note\n\n"
+            "## Session 10:00 UTC — claude-code: api (SessionEnd)\n- did the work\n")
+    parsed = parse_log(text, date(2026, 11, 24))
+    assert [(s.label, s.counted) for s in parsed.sessions] == [("shell: api", False),
+                                                               ("claude-code: api (SessionEnd)", True)]
+    assert [o.text for o in parsed.observations()] == ["a quick note", "did the work"]
+    assert len(parsed.sessions_since(0)) == 2 and len(parsed.counted_since(0)) == 1
+
+
+def test_what_counts_toward_the_gate_and_how_status_shows_waiting_logs(services: Services) -> None:
+    import json
+
+    from wikiwright.memory.consolidate import Consolidator
+    from wikiwright.runtime.status import gather
+
+    vault = services.vault
+    env = {**os.environ, "WIKIWRIGHT_VAULT": str(vault.root)}
+    assert "new note" in cli("log", "note 0", env=env).stdout
+    for n in range(1, 5):  # five one-line notes are not five sessions
+        append_session(vault.logs, f"note {n}", counted=False)
+
+    def gate_sessions() -> int:
+        return Consolidator(services.config, vault, services.ledger).gate().sessions
+
+    assert gate_sessions() == 0
+    result = cli("log", "--session", "--label", "pairing", "worked on the export with Sam", env=env)
+    assert result.returncode == 0 and "new session" in result.stdout
+    assert gate_sessions() == 1
+    # The daemon's watcher records the log in the ledger; status shows it waiting for the gate.
+    [log_file] = vault.logs.glob("*.md")
+    services.registrar.register(log_file)
+    last = int((time.time() - 10 * 3600) * 1000)  # consolidated 10 h ago: 14 h of the 24 left
+    (vault.state / "consolidation-lock").write_text(json.dumps({"last_consolidated_at": last, "locked_by": None,
+                                                                "locked_at": None}))
+    data = gather(services.config, vault)
+    assert data["pending"] == [] and data["counts"]["pending"] == 0
+    assert data["consolidation"]["logs"] == [f"logs/{log_file.name}"]
+    assert data["consolidation"]["line"] == "waiting for consolidation (gate: 1/5 sessions, 14 h left)"
+    shown = cli("status", env=env).stdout
+    assert f"Logs:    logs/{log_file.name} waiting for consolidation (gate: 1/5 sessions, 14 h left)" in shown
+    assert "\nPending:" not in shown

@@ -164,4 +164,4 @@ def test_shell_function(vault: Vault, tmp_path: Path) -> None:
     text = _log_text(vault)
     assert "- 🔴 Deploys go through the staging gate" in text
     assert "### What Didn't\n- Caching totals did not help; token=[REDACTED]" in text
-    assert text.count("## Session") == 2
+    assert text.count("## Note") == 2 and "## Session" not in text  # a person's notes, not sessions

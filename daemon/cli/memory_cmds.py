@@ -18,14 +18,17 @@ log = logging.getLogger(__name__)
 
 def add_parsers(add: AddParser) -> None:
     p: argparse.ArgumentParser
-    p = add("log", "append a session block to today's daily log (logs/YYYY-MM-DD.md); secrets are redacted")
+    p = add("log", "append a note to today's daily log (logs/YYYY-MM-DD.md); secrets are redacted")
     p.add_argument("text", nargs="+", metavar="TEXT", help="what happened; - reads it from stdin")
     p.add_argument("--section", metavar="S", help="put it under this section (What Changed, What Worked, "
                    "What Didn't, Patterns Learned, Decisions)")
-    p.add_argument("--label", metavar="L", help="where it came from, shown in the session heading")
+    p.add_argument("--label", metavar="L", help="where it came from, shown in the block's heading")
+    p.add_argument("--session", action="store_true", help="log it as a working session: it counts toward "
+                   "the consolidation gate (a plain note does not)")
     p = add("hook", "for agent and git hooks: log a session (always exits 0, never blocks for long)")
     p.add_argument("kind", choices=("claude-code", "git-post-commit"),
-                   help="claude-code: SessionEnd/PreCompact hook JSON on stdin; git-post-commit: log HEAD's subject")
+                   help="claude-code: SessionEnd/PreCompact hook JSON on stdin; git-post-commit: log the "
+                   "commits, amends and rebases the repository's git hooks queued")
     p.add_argument("--repo", metavar="PATH", help="git-post-commit: the code repository (default: current directory)")
     p = add("consolidate", "distil the daily logs into topic pages when the gates allow (one commit)")
     p.add_argument("--check", action="store_true", help="print each gate and its value; exit 0 if it would run")
@@ -40,11 +43,12 @@ def cmd_log(args: argparse.Namespace) -> int:
 
     _config, vault = open_vault(args)
     text = sys.stdin.read() if args.text == ["-"] else " ".join(args.text)
-    result = append_session(vault.logs, text, section=args.section, label=args.label or "")
+    result = append_session(vault.logs, text, section=args.section, label=args.label or "", counted=args.session)
     if result is None:
         print("wikiwright: nothing to log (empty text)", file=sys.stderr)
         return 1
-    what = "new session" if result.new_session else "added to the last session"
+    block = "session" if args.session else "note (not counted as a session)"
+    what = f"new {block}" if result.new_session else f"added to the last {block}"
     print(f"{result.path.relative_to(vault.root)}: {what} ({result.bytes_written} bytes)")
     return 0
 
@@ -54,7 +58,7 @@ def cmd_hook(args: argparse.Namespace) -> int:
     """Fire and forget: whatever happens, exit 0 within the deadline (the agent must not wait or fail)."""
     import signal
 
-    from ..memory.hooks import HOOK_DEADLINE_SECONDS, run_claude_code_hook, run_git_post_commit
+    from ..memory.hooks import HOOK_DEADLINE_SECONDS, record_hook_problem, run_claude_code_hook, run_git_post_commit
 
     def expired(signum: int, frame: Any) -> None:
         raise TimeoutError("gave up: the hook's time limit passed")
@@ -77,7 +81,12 @@ def cmd_hook(args: argparse.Namespace) -> int:
         if result is not None and args.verbose:
             print(f"logged to {result.path}", file=sys.stderr)
     except BaseException as exc:  # a hook must never fail its caller, whatever went wrong
-        print(f"wikiwright hook {args.kind}: skipped: {exc}", file=sys.stderr)
+        record_hook_problem(args.kind, f"skipped: {exc}")
+        if args.kind == "git-post-commit":
+            from ..memory.hooks import queue_dir, release_drain_flag
+
+            with contextlib.suppress(Exception):  # what was queued stays queued for the next commit
+                release_drain_flag(queue_dir(Path(args.repo or os.getcwd())))
     finally:
         signal.alarm(0)
     return 0

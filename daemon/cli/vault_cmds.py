@@ -107,6 +107,9 @@ def cmd_status(args: argparse.Namespace) -> int:
     counts = data["counts"]
     print("Sources: " + ", ".join(f"{counts[s]} {s}" for s in
                                   ("ingested", "pending", "running", "duplicate", "quarantined", "skipped")))
+    consolidation = data.get("consolidation") or {}
+    if consolidation.get("logs"):
+        print(f"Logs:    {', '.join(consolidation['logs'][-3:])} {consolidation['line']}")
     if data["git_problem"]:
         print(f"PAUSED:  commits wait: {data['git_problem']}")
     for notice in data["notices"]:

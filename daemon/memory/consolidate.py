@@ -774,4 +774,3 @@ def scheduled_tick(config: Config, vault: Vault, clock: Clock = time.time) -> Ru
         return result
     finally:
         ledger.close()
-

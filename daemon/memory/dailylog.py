@@ -12,8 +12,11 @@ One file per day, ``logs/YYYY-MM-DD.md``, append-only::
     - 🟢 Restarted the dev server twice
 
 A ``## Session HH:MM <tz>`` heading opens a session block (an optional `` — label`` names
-where it came from); ``### `` headings inside it name sections (What Changed, What Worked,
-What Didn't, Patterns Learned, Decisions — others are allowed); every bullet or prose line is
+where it came from); ``## Note HH:MM <tz>`` opens a block that is read the same way but does
+not count as a session for the consolidation gate (a person's one-line ``wikiwright log`` note;
+agents' hook blocks and ``wikiwright log --session`` are sessions); ``### `` headings inside
+it name sections (What Changed, What Worked, What Didn't, Patterns Learned, Decisions — others
+are allowed); every bullet or prose line is
 an observation, optionally starting with a priority marker: 🔴 durable rule or decision,
 🟡 working context, 🟢 ephemeral.
 
@@ -45,7 +48,8 @@ MARKERS = {"🔴": "durable", "🟡": "context", "🟢": "ephemeral"}
 PRIORITY_MARKER = {value: key for key, value in MARKERS.items()}
 LOG_NAME_RE = re.compile(r"^(\d{4}-\d{2}-\d{2})\.md$")
 SESSION_RE = re.compile(
-    r"^##[ \t]+Session[ \t]+(?P<time>\d{1,2}:\d{2})(?:[ \t]+(?P<tz>[^\s—]+))?(?:[ \t]+—[ \t]*(?P<label>.*?))?[ \t]*$"
+    r"^##[ \t]+(?P<kind>Session|Note)[ \t]+(?P<time>\d{1,2}:\d{2})(?:[ \t]+(?P<tz>[^\s—]+))?"
+    r"(?:[ \t]+—[ \t]*(?P<label>.*?))?[ \t]*$"
 )
 _SECTION_RE = re.compile(r"^#{3,6}[ \t]+(?P<name>.+?)[ \t]*#*[ \t]*$")
 _BULLET_RE = re.compile(r"^[ \t]*(?:[-*+]|\d{1,3}[.)])[ \t]+(?P<text>.*)$")
@@ -99,6 +103,7 @@ class Session:
     offset: int  # byte offset of the heading line
     index: int
     observations: list[Observation] = field(default_factory=list)
+    counted: bool = True  # a "## Session" block; a "## Note" block does not count toward the gate
 
     @property
     def key(self) -> str:
@@ -122,7 +127,12 @@ class DailyLog:
                     yield obs
 
     def sessions_since(self, offset: int) -> list[Session]:
+        """The blocks (sessions and notes) that start at or after ``offset``."""
         return [s for s in self.sessions if s.offset >= offset]
+
+    def counted_since(self, offset: int) -> list[Session]:
+        """The blocks after ``offset`` that count toward the consolidation gate (not notes)."""
+        return [s for s in self.sessions_since(offset) if s.counted]
 
 
 def canonical_section(name: str) -> str:
@@ -189,7 +199,8 @@ def parse_log(text: str, day: date) -> DailyLog:
         heading = SESSION_RE.match(line)
         if heading:
             current = Session(day, heading.group("time").zfill(5), heading.group("tz") or "",
-                              (heading.group("label") or "").strip(), at, len(sessions))
+                              (heading.group("label") or "").strip(), at, len(sessions),
+                              counted=heading.group("kind") == "Session")
             sessions.append(current)
             section, last = "", None
             continue
@@ -245,9 +256,10 @@ def clean_label(label: str) -> str:
     return " ".join(redact(label).split())[:120]
 
 
-def session_heading(when: datetime, label: str = "") -> str:
+def session_heading(when: datetime, label: str = "", counted: bool = True) -> str:
     clean = clean_label(label)
-    return f"## Session {when:%H:%M} {tz_label(when)}" + (f" — {clean}" if clean else "")
+    word = "Session" if counted else "Note"
+    return f"## {word} {when:%H:%M} {tz_label(when)}" + (f" — {clean}" if clean else "")
 
 
 def normalise_body(text: str, section: str | None = None) -> list[str]:
@@ -343,9 +355,13 @@ def append_session(
     label: str = "",
     when: datetime | None = None,
     continue_label: bool = False,
+    counted: bool = True,
     lock_timeout: float = LOCK_TIMEOUT,
 ) -> AppendResult | None:
     """Append one session block to the day's log; returns None when there was nothing to log.
+
+    ``counted=False`` writes a ``## Note`` block: read like a session, but not counted by the
+    consolidation gate (a person's quick note is not a working session).
 
     With ``continue_label``, lines are added to the file's last block instead when that block
     carries the same label (a git hook adding commit after commit to one block of the day):
@@ -358,7 +374,7 @@ def append_session(
     lines = normalise_body(text, section)
     if not [line for line in lines if not line.startswith("### ")]:
         return None
-    heading = session_heading(when, label)
+    heading = session_heading(when, label, counted)
     logs_dir.mkdir(parents=True, exist_ok=True)
     path = logs_dir / f"{when:%Y-%m-%d}.md"
     try:
@@ -380,7 +396,8 @@ def append_session(
             if continue_label and label:
                 last_heading, last_section = _last_session_tail(fd, size)
                 match = SESSION_RE.match(last_heading)
-                if match and (match.group("label") or "").strip() == clean_label(label):
+                if (match and (match.group("label") or "").strip() == clean_label(label)
+                        and (match.group("kind") == "Session") == counted):
                     new_session = False
                     if lines and lines[0] == last_section:
                         lines = lines[1:]

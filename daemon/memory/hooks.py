@@ -6,15 +6,16 @@ appends one session block. Only what is new since the last call for that session
 (PreCompact then SessionEnd never log the same message twice): the byte offset reached in
 the transcript is kept per session under ``.wikiwright/hooks/``.
 
-``wikiwright hook git-post-commit`` logs the subject of the commit just made in a code
-repository; a day's commits of one repository go into one block, so they count as one
-session for the consolidation gate.
+``wikiwright hook git-post-commit`` logs the commits (and amends and rebases) the git hooks
+queued in a code repository; a day's commits of one repository go into one block, so they
+count as one session for the consolidation gate.
 
 Hooks are fire and forget: the CLI wraps these in a deadline and always exits 0.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import json
@@ -22,6 +23,7 @@ import logging
 import os
 import re
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -30,8 +32,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from ..core.fsutil import atomic_write_text
 from ..core.vault import Vault
-from ..memory.dailylog import AppendResult, append_session
+from ..memory.dailylog import AppendResult, append_session, redact
 
 log = logging.getLogger(__name__)
 
@@ -228,26 +231,261 @@ def run_claude_code_hook(payload: dict[str, Any], vault: Vault, now: datetime | 
     return result
 
 
-# --- git post-commit ------------------------------------------------------------------
+# --- git post-commit and post-rewrite -------------------------------------------------
+#
+# The shell hooks (hooks/git-post-commit, hooks/git-post-rewrite) read what happened before git
+# returns and queue it as one small file per event under <git common dir>/wikiwright/queue/
+# (written to a temporary name, then renamed: a reader never sees half an entry). This drainer
+# runs in the background, takes the queue's lock, logs every entry in the order the hooks ran,
+# and only then deletes them. Commits made while no vault or no wikiwright could be reached stay
+# queued and are logged by the next run. Why post-rewrite and not the reflog alone: git runs
+# post-commit for every commit a rebase picks and for an amend, with a new sha each time; the
+# post-commit hook skips those (its reflog entry says "rebase (pick)" or "commit (amend)") and
+# post-rewrite, which git runs once per amend or rebase with the old -> new pairs, logs each
+# rewrite as one entry.
+
+QUEUE_DIR = "wikiwright"
+SEEN_KEEP = 2000
+MAX_REBASE_SUBJECTS = 5
+
+
+@dataclass(frozen=True)
+class QueuedEvent:
+    path: Path
+    kind: str  # "commit" | "rewrite"
+    sha: str = ""  # commit: its sha
+    branch: str = ""
+    made_by: str = ""  # commit: the reflog's "commit", "cherry-pick", ...; rewrite: "amend" | "rebase"
+    pairs: tuple[tuple[str, str], ...] = ()  # rewrite: (old, new)
+
+    @property
+    def key(self) -> str:
+        return self.sha if self.kind == "commit" else "rewrite:" + ",".join(new for _old, new in self.pairs)
+
+
+def _git(repo_dir: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo_dir), *args], capture_output=True, text=True,
+                          timeout=5, check=True).stdout
+
+
+def queue_dir(repo_dir: Path) -> Path:
+    common = _git(repo_dir, "rev-parse", "--path-format=absolute", "--git-common-dir").strip()
+    return Path(common) / QUEUE_DIR
+
+
+def read_queue(folder: Path) -> list[QueuedEvent]:
+    """The queued events in the order the hooks wrote them (unreadable entries are dropped)."""
+    events = []
+    try:
+        names = sorted(entry.name for entry in os.scandir(folder / "queue") if not entry.name.startswith("."))
+    except FileNotFoundError:
+        return []
+    for name in names:
+        path = folder / "queue" / name
+        try:
+            lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:
+            continue
+        head = lines[0].split("\t") if lines else []
+        if len(head) >= 2 and head[0] == "commit":
+            events.append(QueuedEvent(path, "commit", sha=head[1], branch=_field(head, 2),
+                                      made_by=_field(head, 3) or "commit"))
+        elif len(head) >= 2 and head[0] == "rewrite":
+            pairs = tuple((parts[0], parts[1]) for parts in (line.split() for line in lines[1:]) if len(parts) >= 2)
+            events.append(QueuedEvent(path, "rewrite", branch=_field(head, 2), made_by=head[1], pairs=pairs))
+        else:
+            log.warning("dropping an unreadable git hook queue entry: %s", path)
+            with contextlib.suppress(OSError):
+                path.unlink()
+    return events
+
+
+def _field(parts: list[str], index: int) -> str:
+    return parts[index].strip() if len(parts) > index else ""
+
+
+def _subjects(repo_dir: Path, shas: list[str]) -> dict[str, str]:
+    """sha -> subject for the commits that still exist (one git call)."""
+    if not shas:
+        return {}
+    try:
+        out = _git(repo_dir, "show", "-s", "--no-walk=unsorted", "--format=%H%x1f%s%x1e", *shas)
+    except subprocess.CalledProcessError:
+        # One of them is gone (gc after a rewrite): ask one by one.
+        found = {}
+        for sha in shas:
+            with contextlib.suppress(subprocess.CalledProcessError):
+                found.update(_subjects(repo_dir, [sha]))
+        return found
+    subjects = {}
+    for record in out.split("\x1e"):
+        sha, sep, subject = record.strip("\n").partition("\x1f")
+        if sep:
+            subjects[sha] = subject.strip()
+    return subjects
+
+
+def _where(sha: str, branch: str) -> str:
+    return f"{sha[:7]} on {branch}" if branch and branch != "HEAD" else sha[:7]
+
+
+def event_line(event: QueuedEvent, subjects: dict[str, str]) -> str | None:
+    if event.kind == "commit":
+        subject = subjects.get(event.sha) or "(no subject)"
+        made = "" if event.made_by in ("commit", "commit (initial)") else f"{event.made_by}: "
+        return f"- {made}{subject} ({_where(event.sha, event.branch)})"
+    if not event.pairs:
+        return None
+    if event.made_by == "amend":
+        old, new = event.pairs[-1]
+        return f"- amended: {subjects.get(new) or '(no subject)'} ({old[:7]} → {_where(new, event.branch)})"
+    names = [subjects.get(new) or new[:7] for _old, new in event.pairs]
+    shown = "; ".join(names[:MAX_REBASE_SUBJECTS])
+    if len(names) > MAX_REBASE_SUBJECTS:
+        shown += f"; and {len(names) - MAX_REBASE_SUBJECTS} more"
+    branch = f" on {event.branch}" if event.branch and event.branch != "HEAD" else ""
+    what = "commit" if len(names) == 1 else "commits"
+    return f"- rebased {len(names)} {what}{branch}: {shown} (now {event.pairs[-1][1][:7]})"
+
+
+@contextmanager
+def _queue_lock(folder: Path) -> Iterator[None]:
+    folder.mkdir(parents=True, exist_ok=True)
+    fd = os.open(folder / "drain.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _load_seen(folder: Path) -> list[str]:
+    try:
+        return (folder / "seen").read_text(encoding="utf-8").split()
+    except OSError:
+        return []
+
 
 def run_git_post_commit(repo_dir: Path, vault: Vault, now: datetime | None = None) -> AppendResult | None:
-    """Log the subject of HEAD in the code repository at ``repo_dir``."""
+    """Log every commit and rewrite the git hooks queued in the repository at ``repo_dir``.
 
-    def git(*args: str) -> str:
-        return subprocess.run(["git", "-C", str(repo_dir), *args], capture_output=True, text=True,
-                              timeout=5, check=True).stdout.strip()
+    Each queued event is logged once: its key (the sha, or the rewritten shas) is remembered,
+    and the entry is deleted once the log holds it. The hook that started this run set the
+    ``draining`` flag so that a burst of commits starts one run: the run goes on while entries
+    arrive, and re-checks the queue after dropping the flag, so none is left behind. A
+    repository whose hook predates the queue (nothing was ever queued) gets HEAD logged, as
+    that old hook expected.
+    """
+    top = Path(_git(repo_dir, "rev-parse", "--show-toplevel").strip()).resolve()
+    folder = queue_dir(repo_dir)
+    if not (folder / "queue").exists():
+        return None if top == vault.root.resolve() else _log_head(repo_dir, top, vault, now)
+    last = None
+    try:
+        while True:
+            last = _drain_once(repo_dir, top, folder, vault, now) or last
+            release_drain_flag(folder)
+            if not read_queue(folder):
+                return last
+            try:
+                (folder / "draining").mkdir()
+            except OSError:
+                return last  # another run took over
+    finally:
+        release_drain_flag(folder)
 
-    top = Path(git("rev-parse", "--show-toplevel")).resolve()
-    if top == vault.root.resolve():
-        return None  # the vault's own commits (the daemon's) are not work to log
-    sha, _, rest = git("log", "-1", "--format=%h%x1f%s%x1f%D").partition("\x1f")
+
+def release_drain_flag(folder: Path) -> None:
+    with contextlib.suppress(OSError):
+        (folder / "draining").rmdir()
+
+
+def _drain_once(repo_dir: Path, top: Path, folder: Path, vault: Vault, now: datetime | None) -> AppendResult | None:
+    with _queue_lock(folder):
+        events = read_queue(folder)
+        if top == vault.root.resolve():
+            for event in events:  # the vault's own commits (the daemon's) are not work to log
+                with contextlib.suppress(OSError):
+                    event.path.unlink()
+            return None
+        seen = _load_seen(folder)
+        known = set(seen)
+        fresh = [event for event in events if event.key not in known]
+        shas = [e.sha for e in fresh if e.kind == "commit"] + [new for e in fresh for _old, new in e.pairs]
+        subjects = _subjects(repo_dir, list(dict.fromkeys(shas)))
+        lines = [line for line in (event_line(event, subjects) for event in fresh) if line]
+        result = None
+        if lines:
+            result = append_session(vault.logs, lines, section="What Changed", label=f"git: {top.name}",
+                                    when=now, continue_label=True)
+            seen = [*seen, *(event.key for event in fresh)][-SEEN_KEEP:]
+            atomic_write_text(folder / "seen", "\n".join(seen) + "\n", crash_hooks=False)
+        for event in events:
+            with contextlib.suppress(OSError):
+                event.path.unlink()
+        return result
+
+
+def _log_head(repo_dir: Path, top: Path, vault: Vault, now: datetime | None) -> AppendResult | None:
+    """What a hook installed before the queue existed asks for: HEAD's subject."""
+    record_hook_problem("git-post-commit", f"{top}: an old post-commit hook (it logs HEAD, which can be a later "
+                        "commit); run `wikiwright hooks install git` there", echo=False)
+    sha, _, rest = _git(repo_dir, "log", "-1", "--format=%H%x1f%s%x1f%D").strip().partition("\x1f")
     subject, _, refs = rest.partition("\x1f")
     branch = ""
     for ref in refs.split(","):
         ref = ref.strip()
         if ref.startswith("HEAD -> "):
             branch = ref[len("HEAD -> "):]
-    where = f"{sha} on {branch}" if branch else sha
-    line = f"- {subject.strip() or '(no subject)'} ({where})"
+    line = f"- {subject.strip() or '(no subject)'} ({_where(sha, branch)})"
     return append_session(vault.logs, [line], section="What Changed", label=f"git: {top.name}",
                           when=now, continue_label=True)
+
+
+def queued_count(repo_dir: Path) -> int:
+    """How many commits and rewrites wait in the repository's queue (not logged yet)."""
+    try:
+        return sum(1 for entry in os.scandir(queue_dir(repo_dir) / "queue") if not entry.name.startswith("."))
+    except (OSError, subprocess.SubprocessError):
+        return 0
+
+
+# --- the hooks' own log ------------------------------------------------------------------
+
+HOOK_LOG_NAME = "hooks.log"
+HOOK_LOG_MAX_BYTES = 256 * 1024
+
+
+def hook_log_path() -> Path:
+    """Where the hooks write what stopped them (``WIKIWRIGHT_HOOK_LOG``, else the log folder)."""
+    from ..core.logsetup import log_dir
+
+    configured = os.environ.get("WIKIWRIGHT_HOOK_LOG")
+    return Path(configured) if configured else log_dir() / HOOK_LOG_NAME
+
+
+def record_hook_problem(kind: str, message: str, *, echo: bool = True) -> None:
+    """A hook that could not do its work says so: on stderr and as one line of the hooks' log."""
+    from ..core.logsetup import escape_controls
+
+    line = escape_controls(f"wikiwright hook {kind}: {message}")
+    if echo:
+        print(line, file=sys.stderr)
+    path = hook_log_path()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            if path.stat().st_size > HOOK_LOG_MAX_BYTES:
+                os.replace(path, path.with_name(path.name + ".1"))
+        with path.open("a", encoding="utf-8") as handle:
+            handle.write(f"{datetime.now().astimezone():%Y-%m-%dT%H:%M:%S%z} {redact(line)}\n")
+    except OSError as exc:
+        print(f"wikiwright hook {kind}: cannot write {path}: {exc.strerror}", file=sys.stderr)
+
+
+def recent_hook_problems(limit: int = 5) -> list[str]:
+    try:
+        lines = hook_log_path().read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return []
+    return lines[-limit:]

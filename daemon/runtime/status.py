@@ -20,6 +20,9 @@ def gather(config: Config, vault: Vault, *, recent: int = 5) -> dict[str, Any]:
     ledger = Ledger(vault.db_path)
     try:
         counts = ledger.counts()
+        # Daily logs wait for the consolidation gate, not in the ingest queue: counted apart.
+        for row in ledger.files(kind="log"):
+            counts[row.state] = counts.get(row.state, 0) - 1
         problems = [
             {"path": r.path, "state": r.state, "reason": r.reason}
             for state in ("quarantined", "skipped")
@@ -27,7 +30,7 @@ def gather(config: Config, vault: Vault, *, recent: int = 5) -> dict[str, Any]:
         ]
         pending = [
             {"path": r.path, "kind": r.kind, "state": r.state, "reason": r.reason, "attempts": r.attempts}
-            for r in ledger.files("pending") + ledger.files("running")
+            for r in ledger.files("pending") + ledger.files("running") if r.kind != "log"
         ]
         duplicates = [{"path": r.path, "reason": r.reason} for r in ledger.files("duplicate")]
         # Sources a person took back: `wikiwright revert` / `retract` (their files stay in raw/).
@@ -36,6 +39,7 @@ def gather(config: Config, vault: Vault, *, recent: int = 5) -> dict[str, Any]:
             for s in ledger.sources() if s.state != "ingested"
         ]
         notices = [{"key": k, "message": m, "since": s} for k, m, s in ledger.notices()]
+        consolidation = consolidation_summary(config, vault, ledger)
         # A full disk can keep new files from even reaching the queue: count them as waiting.
         disk_notice, waiting = disk_full_status(vault, lambda: {r.path for r in ledger.files()})
         if disk_notice is not None:
@@ -81,6 +85,27 @@ def gather(config: Config, vault: Vault, *, recent: int = 5) -> dict[str, Any]:
         "duplicates": duplicates,
         "withdrawn": withdrawn,
         "notices": notices,
+        "consolidation": consolidation,
         "git_problem": repo.problem(),
         "recent_commits": commits,
     }
+
+
+def consolidation_summary(config: Config, vault: Vault, ledger: Ledger) -> dict[str, Any]:
+    """The daily logs waiting for consolidation and the gate they wait for (read only)."""
+    from ..memory.consolidate import Consolidator, load_cursor, new_log_content
+
+    reads = new_log_content(vault, load_cursor(ledger))
+    gate = Consolidator(config, vault, ledger).gate(reads)
+    hours_left = None if gate.time_ok or gate.hours_since is None else max(0.0, gate.min_hours - gate.hours_since)
+    if not reads:
+        line = "nothing waiting for consolidation"
+    elif gate.would_run():
+        line = "consolidation due: the gate is open (the daemon runs it at its next check)"
+    else:
+        parts = [f"{gate.sessions}/{gate.min_sessions} sessions"]
+        parts.append(f"{hours_left:.0f} h left" if hours_left is not None else "time open")
+        if not gate.lock_ok:
+            parts.append(f"locked by {gate.lock.locked_by}")
+        line = f"waiting for consolidation (gate: {', '.join(parts)})"
+    return {"logs": [read.rel for read in reads], "line": line, "hours_left": hours_left, **gate.as_dict()}
