@@ -116,8 +116,7 @@ def line_of(path: Path, needle: str) -> int:
 
 EXPECTED = sorted([
     ("broken-link", "export-retention"),
-    ("claim-conflict", "export-retention"),
-    ("claim-conflict", "export-retention"),
+    ("claim-conflict", "export-retention"),  # one question: `export.retention` and its two child keys
     ("stale-restatement", "client-guide"),
     ("orphan", "old-notes"),
     ("index-dangling", "index"),

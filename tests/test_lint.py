@@ -20,14 +20,19 @@ def test_fixture_wiki_gives_exactly_the_known_findings(vault: Vault, config: Con
     assert broken.line == line_of(vault.wiki / "export-retention.md", "[[Dana Whitfield]]")
     assert broken.fix == {"action": "create-stub", "target": "Dana Whitfield", "linked_from": ["export-retention"]}
 
-    conflicts = [f for f in report.findings if f.kind == "claim-conflict"]
-    texts = " ".join(f.message for f in conflicts)
-    for part in ("kept for 7 days", "30 days", "90 days", "2026-02-01", "2026-03-10", "[[src-faq-draft]]",
-                 "[[src-decision]]"):
-        assert part in texts
-    # Recency is not truth, but the proposal must name one: the older claim is the one disputed.
-    assert {f.fix["page"] for f in conflicts} == {"faq"}
-    assert all(f.fix["by"] == "src-decision" for f in conflicts)
+    # One question for the key, listing every current value with its source and date; it
+    # proposes no winner (recency is not truth): the person ticks the value that stands.
+    [conflict] = [f for f in report.findings if f.kind == "claim-conflict"]
+    assert conflict.message.startswith("`export.retention` has 3 current values")
+    assert conflict.fix["action"] == "resolve-conflict" and "page" not in conflict.fix and "by" not in conflict.fix
+    options = {o["key"]: o["text"] for o in conflict.fix["options"]}
+    assert options["v1"] == "kept for 7 days — [[src-faq-draft]], as of 2026-02-01, on [[faq]]"
+    assert options["v3"].startswith("`export.retention.enterprise`: 90 days — [[src-decision]], as of 2026-03-10")
+    assert options["v2"].startswith("`export.retention.standard`: 30 days — [[src-decision]], as of 2026-03-10")
+    assert "both" in options
+    # The parent's value contradicts each child's; the two children do not contradict each other.
+    assert {v["key"]: v["conflicts"] for v in conflict.fix["values"]} == {
+        "v1": ["v2", "v3"], "v2": ["v1"], "v3": ["v1"]}
 
     stale = by_kind["stale-restatement"]
     assert stale.line == line_of(vault.wiki / "client-guide.md", "`billing-api.rate-limit`")

@@ -33,7 +33,7 @@ def review(services: Services) -> str:
 
 
 def held_lines(services: Services) -> list[str]:
-    return [line for line in review(services).splitlines() if line.startswith("- [ ] held-")]
+    return [line for line in review(services).splitlines() if line.startswith("- [ ] ") and " ^held-back-" in line]
 
 
 BAD_OPS = [

@@ -78,15 +78,15 @@ def test_running_daemon_applies_ticks_rejections_and_keeps_free_text(
         for heading in ("## Conflicting claims", "## Stale restatements", "## Broken links", "## Orphan pages",
                         "## Index drift"):
             assert heading in text
-        conflicts = sorted(i for i, k in kinds.items() if k == "claim-conflict")
         by_kind = {k: i for i, k in kinds.items()}
+        conflict = by_kind["claim-conflict"]
         lines = []
         for line in text.splitlines():
-            if line.endswith(("^" + conflicts[1],)):
-                continue  # removed: a rejection
             if line.endswith("^" + by_kind["orphan"]):
-                line = line.replace("- [ ]", "- [-]")
-            elif "- [ ]" in line:
+                continue  # removed: a rejection
+            if line.endswith(f"^{conflict}-v2"):
+                line = line.replace("- [ ]", "- [x]")  # the decision's 30 days stands
+            elif f"^{conflict}" not in line and "- [ ]" in line:
                 line = line.replace("- [ ]", "- [x]")
             lines.append(line)
         free = "\nNote to self: ask Dana about the enterprise tier.\n"
@@ -101,9 +101,9 @@ def test_running_daemon_applies_ticks_rejections_and_keeps_free_text(
 
         wait_for(answered, timeout=30, what="every answer carried out")
         fixes = git(vault.root, "log", "--format=%H", "--grep=Wikiwright-Operation: lint-fix").split()
-        assert len(fixes) == 4  # stub, dispute, supersede, index
+        assert len(fixes) == 4  # stub, the conflict answered, supersede, index
         rejections = git(vault.root, "log", "--format=%H", "--grep=Wikiwright-Operation: review-rejection").split()
-        assert len(rejections) == 2
+        assert len(rejections) == 1
         for sha in fixes:
             assert len(git(vault.root, "show", "--format=", "--name-only", sha).split()) >= 2
         faq = (vault.wiki / "faq.md").read_text()
@@ -117,7 +117,10 @@ def test_running_daemon_applies_ticks_rejections_and_keeps_free_text(
         assert "by [[dana-whitfield|Dana Whitfield]];" in retention and "[[Dana Whitfield]]" not in retention
         assert "retired-page" not in (vault.wiki / "index.md").read_text()
         log_md = (vault.wiki / "log.md").read_text()
-        assert log_md.count("review | rejected:") == 2
+        assert log_md.count("review | rejected:") == 1
+        assert "`export.retention` = 30 days stands" in vault.review_file.read_text()
+        # Only the value the chosen one contradicts is disputed; the enterprise value stays.
+        assert "- `export.retention.enterprise`: 90 days (as of 2026-03-10, [[src-decision]])" in retention
         # Let lint run a few more times: nothing is proposed twice, the person's note stays.
         before = git(vault.root, "rev-parse", "HEAD")
         time.sleep(2.5)

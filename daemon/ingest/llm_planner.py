@@ -7,7 +7,7 @@ grows. A source longer than its share of the budget is split into parts ingested
 each part seeing the pages as the earlier parts left them.
 
 The reply's operations are checked and applied by :mod:`operations`; whatever fails a check
-is held for REVIEW.md (written at commit time by :func:`write_held_to_review`). A reply that
+is held for REVIEW.md (:func:`held_proposals`, written at commit time). A reply that
 stays truncated or invalid after one retry quarantines the source: nothing of it is applied.
 """
 
@@ -35,7 +35,8 @@ from ..ingest.plan import IngestPlan, source_page_name
 from ..intake.extract import SourceText
 from ..intake.ledger import FileRecord, Ledger
 from ..wiki.catalog import Catalog
-from ..wiki.pages import SPECIAL_PAGES, get_section, parse_page, render_page, set_section
+from ..wiki.pages import SPECIAL_PAGES, parse_page, render_page
+from ..wiki.reviewfile import HELD_BACK, Proposal, proposal
 from ..wiki.writer import PageChange
 
 log = logging.getLogger(__name__)
@@ -44,7 +45,6 @@ MAX_CANDIDATES = 8  # pages whose text is sent
 MAX_OTHER_NAMES = 30  # page names listed for linking
 SEARCH_TERMS = 12
 SCHEMA_MD_LIMIT = 6000
-REVIEW_HEADING = "Held back by ingest checks"
 _WORD_RE = re.compile(r"[^\W\d_][\w'-]{2,}", re.UNICODE)
 
 
@@ -100,36 +100,17 @@ def split_source(text: str, budget: int) -> list[str]:
 
 # -- REVIEW.md --------------------------------------------------------------------------------
 
-def write_held_to_review(vault: Vault, source_path: str, sha256: str, items: list[str]) -> bool:
-    """Append held-back operations to REVIEW.md under one heading; True if the file changed.
-
-    Each item becomes ``- [ ] held-<sha8>-<n> `source` → item``; ids make a retried commit
-    idempotent. (Kept in one function so review.py can take it over.)
-    """
-    if not items:
-        return False
-    path = vault.review_file
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        text = "# Review\n"
-    lines = []
-    for n, item in enumerate(items, start=1):
-        ident = f"held-{sha256[:8]}-{n}"
-        if ident in text:
-            continue
-        flat = " ".join(item.split())
-        lines.append(f"- [ ] {ident} `{source_path}` → {flat}\n")
-    if not lines:
-        return False
-    section = get_section(text, REVIEW_HEADING)
-    if section is None:
-        new = f"## {REVIEW_HEADING}\n\n" + "".join(lines)
-    else:
-        new = section.rstrip("\n") + "\n" + "".join(lines)
-    updated = set_section(text, REVIEW_HEADING, new + "\n")
-    atomic_write_text(path, updated)
-    return True
+def held_proposals(record: FileRecord, source_page: str, held: list[Held]) -> list[Proposal]:
+    """Operations held back by the checks, as tickable REVIEW.md proposals: approving one
+    applies it (upkeep/review.py, ``apply-op``). The id hashes the source version and the
+    operation, so a retried ingest never proposes the same operation twice."""
+    stem = source_page.rsplit("/", 1)[-1]
+    return [
+        proposal(HELD_BACK, f"`{record.path}` → {h.line()}", [h.page] if h.page else [],
+                 {"action": "apply-op", "op": h.op, "source_page": stem, "reason": h.reason},
+                 facts={"source": record.sha256, "op": h.op})
+        for h in held
+    ]
 
 
 # -- prompts ----------------------------------------------------------------------------------
@@ -213,7 +194,7 @@ class ModelPlanner:
         source_text = self._source_page(record, source, data, title, summary, key_points, touched,
                                         statements, today, page)
         changes.insert(0, PageChange(page, source_text, base=self._read(page), reason="source page"))
-        held = [h.line() for h in workspace.held]
+        held = held_proposals(record, page, workspace.held)
         if workspace.held:
             self._keep_held_json(record, workspace.held)
         self.ledger.clear_notice("llm")

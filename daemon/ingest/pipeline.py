@@ -39,6 +39,7 @@ from ..intake.ledger import FileRecord, Ledger
 from ..vcs.repo import GitRepo
 from ..wiki.catalog import Catalog
 from ..wiki.index import append_log, rebuild_index
+from ..wiki.reviewfile import HELD_BACK, add_proposals
 from ..wiki.writer import PageWriter, WriteOutcome
 
 log = logging.getLogger(__name__)
@@ -197,9 +198,7 @@ class Pipeline:
                 trailers["Wikiwright-Conflicts"] = ", ".join(c.page for c in outcome.conflicts)
             paths = [*outcome.paths, "wiki/index.md", "wiki/log.md"]
             if plan.held_for_review:
-                from ..ingest.llm_planner import write_held_to_review
-
-                write_held_to_review(self.vault, record.path, record.sha256, plan.held_for_review)
+                add_proposals(self.vault, HELD_BACK, plan.held_for_review)
                 trailers["Wikiwright-Held"] = str(len(plan.held_for_review))
                 paths.append("REVIEW.md")
             sha = self.repo.commit_paths(paths, f"ingest: {plan.title}", trailers)

@@ -22,6 +22,7 @@ from ..intake.extract import SourceText, read_source
 from ..intake.ledger import FileRecord, Ledger
 from ..wiki.catalog import Catalog
 from ..wiki.pages import slugify, unique_name
+from ..wiki.reviewfile import Proposal
 from ..wiki.writer import PageChange
 
 log = logging.getLogger(__name__)
@@ -40,7 +41,7 @@ class IngestPlan:
     tokens_in: int = 0
     tokens_out: int = 0
     cost_usd: float = 0.0
-    held_for_review: list[str] = field(default_factory=list)
+    held_for_review: list[Proposal] = field(default_factory=list)  # REVIEW.md proposals, added at commit
 
     @property
     def pages(self) -> list[str]:

@@ -16,7 +16,6 @@ prose check lives in :mod:`.prose_check`.
 from __future__ import annotations
 
 import gc
-import hashlib
 import json
 import logging
 import re
@@ -43,6 +42,7 @@ from ..wiki.pages import (
     parse_claims,
     parse_page,
 )
+from ..wiki.reviewfile import proposal_id
 
 log = logging.getLogger(__name__)
 
@@ -95,8 +95,7 @@ class Finding:
 
 def finding_id(kind: str, facts: Mapping[str, Any]) -> str:
     """``<kind>-<10 hex>``: a hash of the kind and the facts, never of line numbers."""
-    blob = json.dumps([kind, facts], sort_keys=True, ensure_ascii=False, default=str)
-    return f"{kind}-{hashlib.sha256(blob.encode('utf-8')).hexdigest()[:10]}"
+    return proposal_id(kind, facts)
 
 
 @dataclass
@@ -345,6 +344,15 @@ def _claim_checks(vault: Vault, pages: dict[str, _Page], resolver: _Resolver) ->
                 {"action": "supersede-claim", **_claim_ref(item), "by": by},
             ))
 
+    # Conflicting keys are joined into one question (a key and its parent/child keys with
+    # different values): the person answers it once, however many pages state the values.
+    joined: dict[str, str] = {}
+
+    def root(key: str) -> str:
+        while joined.get(key, key) != key:
+            key = joined[key]
+        return key
+
     def conflict(a: _Located, b: _Located) -> None:
         if (a.page, a.line) in stale or (b.page, b.line) in stale:
             return  # reported as a stale restatement, the sharper diagnosis
@@ -355,21 +363,12 @@ def _claim_checks(vault: Vault, pages: dict[str, _Page], resolver: _Resolver) ->
             parent, child = (va, vb) if len(a.claim.key) < len(b.claim.key) else (vb, va)
             if child in parent:
                 return  # the parent's value already contains the child's ("30 days standard, …")
-        first, second = sorted((a, b), key=lambda c: (c.page, c.line))
-        loser = min((a, b), key=lambda c: (c.claim.as_of, len(c.claim.key), c.page, c.line))
-        winner = b if loser is a else a
-
-        def show(c: _Located) -> str:
-            return f"`{c.claim.key}`: {c.claim.value} (as of {c.claim.as_of}, [[{c.claim.source}]], on {_ref(c.page)})"
-
-        findings.append(Finding(
-            "claim-conflict", first.page, first.line,
-            f"{show(first)} conflicts with {show(second)}; fix: mark the claim on {_ref(loser.page)} "
-            f"disputed by [[{winner.claim.source}]]",
-            {"claims": sorted((first.facts(), second.facts()), key=lambda f: json.dumps(f, sort_keys=True))},
-            tuple(sorted({a.page, b.page})),
-            {"action": "dispute-claim", **_claim_ref(loser), "by": winner.claim.source},
-        ))
+        ra, rb = root(a.claim.key), root(b.claim.key)
+        for key in (a.claim.key, b.claim.key):
+            joined.setdefault(key, key)
+        if ra != rb:
+            keep, drop = sorted((ra, rb), key=lambda k: (len(k), k))
+            joined[drop] = keep
 
     # Claims grouped by value: only claims in different groups are compared, so a key stated
     # the same way on many pages costs nothing (no quadratic blow-up on popular keys).
@@ -382,11 +381,11 @@ def _claim_checks(vault: Vault, pages: dict[str, _Page], resolver: _Resolver) ->
     for key in sorted(by_value):
         groups = by_value[key]
         values = list(groups)
-        for i, va in enumerate(values):
-            for vb in values[i + 1 :]:
-                for a in groups[va]:
-                    for b in groups[vb]:
-                        conflict(a, b)
+        live = [next((c for c in groups[v] if (c.page, c.line) not in stale), None) for v in values]
+        for i, a in enumerate(live):
+            for b in live[i + 1 :]:
+                if a is not None and b is not None:
+                    conflict(a, b)  # one claim per value is enough to join the key's question
         parts = key.split(".")
         for cut in range(1, len(parts)):
             parent_groups = by_value.get(".".join(parts[:cut]))
@@ -399,7 +398,59 @@ def _claim_checks(vault: Vault, pages: dict[str, _Page], resolver: _Resolver) ->
                     for a in parents:
                         for b in children:
                             conflict(a, b)
+    questions: dict[str, list[str]] = defaultdict(list)
+    for key in joined:
+        questions[root(key)].append(key)
+    for main, keys in sorted(questions.items()):
+        stated = [c for k in sorted(keys) for c in current[k] if (c.page, c.line) not in stale]
+        findings.append(_conflict_question(main, stated))
     return findings
+
+
+def _conflict_question(key: str, located: list[_Located]) -> Finding:
+    """One question for a claim key with several current values: which stands?
+
+    Each distinct value is an option to tick (with every page, source and date stating it),
+    plus "both, scoped"; nothing is proposed as the answer, least of all "the newer wins".
+    Each value lists the values it contradicts: choosing one disputes only those (a parent
+    key's value against its children's, never two children against each other).
+    """
+    values: dict[tuple[str, str], list[_Located]] = defaultdict(list)
+    for c in sorted(located, key=lambda c: (c.claim.as_of, c.page, c.line)):
+        values[(c.claim.key, norm_value(c.claim.value))].append(c)
+    names = {value: f"v{n}" for n, value in enumerate(values, start=1)}
+    options: list[dict[str, str]] = []
+    answers: list[dict[str, Any]] = []
+    shown_values = []
+    for value, group in values.items():
+        claim_key, first = value[0], group[0].claim
+        where = "; ".join(f"[[{c.claim.source}]], as of {c.claim.as_of}, on {_ref(c.page)}" for c in group)
+        label = f"`{claim_key}`: " if claim_key != key else ""
+        options.append({"key": names[value], "text": f"{label}{first.value} — {where}"})
+        answers.append({"key": names[value], "value": first.value, "claims": [_claim_ref(c) for c in group],
+                        "conflicts": [names[other] for other in values if _contradict(value, other)]})
+        shown_values.append(f"{label}{first.value}")
+    options.append({"key": "both", "text": "both stand: keep every value, each scoped to its source"})
+    pages = tuple(sorted({c.page for c in located}))
+    first_claim = min(located, key=lambda c: (c.page, c.line))
+    message = (f"`{key}` has {len(values)} current values ({' / '.join(shown_values)}) on "
+               f"{', '.join(_ref(p) for p in pages)}; which stands? tick one value below, or both (scoped)")
+    facts = {"key": key, "claims": sorted((c.facts() for c in located), key=lambda f: json.dumps(f, sort_keys=True))}
+    return Finding("claim-conflict", first_claim.page, first_claim.line, message, facts, pages,
+                   {"action": "resolve-conflict", "key": key, "values": answers, "options": options})
+
+
+def _contradict(a: tuple[str, str], b: tuple[str, str]) -> bool:
+    """Two (key, normalised value) pairs say different things about the same fact."""
+    (ka, va), (kb, vb) = a, b
+    if va == vb:
+        return False
+    if ka == kb:
+        return True
+    parent, child = (a, b) if len(ka) < len(kb) else (b, a)
+    if not child[0].startswith(parent[0] + "."):
+        return False  # siblings (`x.standard`, `x.enterprise`): different facts
+    return child[1] not in parent[1]
 
 
 def _claim_ref(item: _Located) -> dict[str, str]:

@@ -1,45 +1,39 @@
-"""REVIEW.md: proposals waiting for a person, and what happens when they answer.
+"""REVIEW.md's answers: carrying out what a person ticked (the file itself: wiki/reviewfile.py).
 
-A proposal is one checkbox line ending in an Obsidian block id, ``- [ ] text ^<id>``, under
-a ``## <kind>`` heading. The id is the lint finding's stable id (or a hash of a held-back
-change), so the same finding is never added twice. The daemon owns only lines whose id it
-wrote (kept in the ``review_items`` table of the state database); everything else in the
-file belongs to the person and is never changed. Daemon writes re-read the file right
-before the atomic rename and redo their edit on the person's newer text if it changed.
-
-Answers: ``- [x]`` applies the proposed fix as one commit; ``- [-]`` or deleting the line
-rejects it: log.md records the rejection and the id is never proposed again. Findings a
-person dismissed or rejected are also left out of ``wikiwright lint``'s report.
+:mod:`..wiki.reviewfile` owns the format, ids, parsing and the proposal store; this module
+syncs lint findings into it and applies answers. ``- [x]`` applies the proposed fix as one
+commit (for a proposal with options, the options ticked say what to apply); ``- [-]`` or
+deleting the line rejects it: log.md records the rejection and the id is never proposed
+again. Findings a person dismissed or rejected are also left out of ``wikiwright lint``'s
+report. A claim conflict is a question: nothing changes until the person picks a value (or
+"both, scoped"); ticking the question alone only acknowledges it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import logging
 import re
-import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import date
-from pathlib import Path
 from typing import Any
 
 from ..core.config import Config
 from ..core.errors import CommitPaused, FixNotApplicable
-from ..core.fsutil import atomic_write_text
-from ..core.locks import vault_write_lock
-from ..core.sqlitedb import open_db
+from ..core.opkinds import OpKind
 from ..core.vault import Vault
+from ..ingest.operations import Workspace
 from ..intake.ledger import Ledger
-from ..upkeep.lint import KIND_HEADINGS, LINT_KINDS, Finding, LintReport, finding_id, norm_value, run_lint
+from ..upkeep.lint import KIND_HEADINGS, LINT_KINDS, Finding, LintReport, norm_value, run_lint
 from ..vcs.repo import GitRepo
 from ..wiki.catalog import Catalog
 from ..wiki.index import append_log, rebuild_index
 from ..wiki.pages import (
     WIKILINK_RE,
+    Claim,
     FrontMatterError,
     Page,
     get_section,
@@ -52,213 +46,47 @@ from ..wiki.pages import (
     slugify,
     unique_name,
 )
+from ..wiki.reviewfile import (
+    HEADER,
+    HELD_BACK,
+    NOTICE_KEY,
+    SUPPRESSED_STATES,
+    Answer,
+    Item,
+    Option,
+    Proposal,
+    ReviewLine,
+    ReviewStore,
+    add_proposals,
+    answers,
+    line_with_note,
+    mark_line,
+    parse_review,
+    proposal,
+    read_review,
+    review_lock,
+    struck,
+    suppressed_ids,
+)
 from ..wiki.writer import PageChange, PageWriter
 
 log = logging.getLogger(__name__)
 
-HEADER = "# Review\n\nProposals waiting for a person. Tick `- [x]` to approve, mark `- [-]` to reject.\n"
-HELD_BACK = "held-back"
-HEADINGS = {**KIND_HEADINGS, HELD_BACK: "Held back by ingest checks", "prose-contradiction": "Contradictions in prose"}
-SUPPRESSED_STATES = ("rejected", "dismissed")
-_ITEM_RE = re.compile(
-    r"^(?P<lead>[ \t]*[-*+][ \t]*)\[(?P<mark>[^\]\n]{0,3})\](?P<text>.*?)"
-    r"[ \t]+\^(?P<id>[a-z][a-z0-9-]*-[0-9a-f]{10})[ \t]*$"
-)
-_HEADING_RE = re.compile(r"^#{1,6}[ \t]")
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS review_items (
-    id TEXT PRIMARY KEY,
-    kind TEXT NOT NULL,
-    description TEXT NOT NULL,
-    pages TEXT NOT NULL DEFAULT '[]',
-    fix TEXT NOT NULL DEFAULT '{}',    -- JSON: what approving does; {} = nothing to apply
-    state TEXT NOT NULL,               -- open | applied | dismissed | rejected | resolved
-    note TEXT NOT NULL DEFAULT '',
-    commit_sha TEXT NOT NULL DEFAULT '',
-    created_at REAL NOT NULL,
-    updated_at REAL NOT NULL
-);
-"""
-@dataclass(frozen=True)
-class Proposal:
-    id: str
-    kind: str
-    description: str
-    pages: tuple[str, ...] = ()
-    fix: Mapping[str, Any] = field(default_factory=dict)
-
-    @classmethod
-    def from_finding(cls, finding: Finding) -> Proposal:
-        return cls(finding.id, finding.kind, finding.message, finding.pages, dict(finding.fix))
+__all__ = ["HEADER", "HELD_BACK", "Item", "Proposal", "ReviewJobs", "ReviewQueue", "ReviewStore", "add_proposals",
+           "finding_proposal", "parse_review", "proposal", "suppressed_ids"]
 
 
-def proposal(kind: str, description: str, pages: Iterable[str] = (), fix: Mapping[str, Any] | None = None,
-             facts: Mapping[str, Any] | None = None) -> Proposal:
-    """A proposal whose id is a hash of ``kind`` and ``facts`` (default: description and pages)."""
-    pages = tuple(pages)
-    facts = facts if facts is not None else {"description": description, "pages": list(pages)}
-    return Proposal(finding_id(kind, facts), kind, " ".join(description.split()), pages, dict(fix or {}))
-
-
-@dataclass(frozen=True)
-class ReviewLine:
-    id: str
-    mark: str
-    text: str
-    number: int  # 0-based line index
-
-    @property
-    def answer(self) -> str:
-        mark = self.mark.strip().lower()
-        if mark in ("x", "✓", "✔"):
-            return "approve"
-        if mark in ("-", "~"):
-            return "reject"
-        return "open"
-
-
-@dataclass(frozen=True)
-class Item:
-    id: str
-    kind: str
-    description: str
-    pages: tuple[str, ...]
-    fix: dict[str, Any]
-    state: str
-
-
-def parse_review(text: str) -> dict[str, ReviewLine]:
-    """Our proposal lines by id (the first line wins if a person copied one)."""
-    found: dict[str, ReviewLine] = {}
-    for number, line in enumerate(text.splitlines()):
-        match = _ITEM_RE.match(line)
-        if match and match.group("id") not in found:
-            found[match.group("id")] = ReviewLine(
-                match.group("id"), match.group("mark"), match.group("text").strip(), number
-            )
-    return found
-
-
-def render_line(item: Proposal) -> str:
-    return f"- [ ] {' '.join(item.description.split())} ^{item.id}"
-
-
-def insert_lines(text: str, heading: str, lines: list[str]) -> str:
-    """Add ``lines`` at the end of the ``## heading`` section (made at the end if missing)."""
-    rows = text.splitlines()
-    title = f"## {heading}"
-    start = next((i for i, row in enumerate(rows) if row.strip().casefold() == title.casefold()), None)
-    if start is None:
-        while rows and not rows[-1].strip():
-            rows.pop()
-        rows += ["", title, "", *lines]
-        return "\n".join(rows) + "\n"
-    end = next((i for i in range(start + 1, len(rows)) if _HEADING_RE.match(rows[i])), len(rows))
-    last = end
-    while last > start + 1 and not rows[last - 1].strip():
-        last -= 1
-    if last == start + 1:
-        rows[last:last] = ["", *lines]
-    else:
-        rows[last:last] = lines
-    return "\n".join(rows) + "\n"
-
-
-def replace_line(text: str, item_id: str, make: Callable[[ReviewLine], str]) -> str:
-    line = parse_review(text).get(item_id)
-    if line is None:
-        return text
-    rows = text.splitlines(keepends=True)
-    ending = "\n" if rows[line.number].endswith("\n") else ""
-    rows[line.number] = make(line) + ending
-    return "".join(rows)
+def finding_proposal(finding: Finding) -> Proposal:
+    """A lint finding as a REVIEW.md proposal (a claim conflict carries one option per value)."""
+    options = tuple(Option(str(o["key"]), str(o["text"])) for o in finding.fix.get("options", ()))
+    return Proposal(finding.id, finding.kind, finding.message, finding.pages, dict(finding.fix), options,
+                    KIND_HEADINGS.get(finding.kind, ""))
 
 
 def _short(text: str, limit: int = 90) -> str:
     flat = re.sub(r"\[\[([^\]|]+)(?:\|[^\]]*)?\]\]", r"\1", " ".join(text.split()))
     flat = flat.split("; fix:")[0].split("; tick to")[0]
     return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
-
-
-# -- the store ------------------------------------------------------------------------------
-
-class ReviewStore:
-    """The ``review_items`` table in the state database: every proposal and its answer."""
-
-    def __init__(self, db_path: Path) -> None:
-        self._db = open_db(db_path, _SCHEMA)
-        self._lock = threading.RLock()
-
-    def close(self) -> None:
-        with self._lock:
-            self._db.close()
-
-    def get(self, item_id: str) -> Item | None:
-        with self._lock:
-            row = self._db.execute(
-                "SELECT id, kind, description, pages, fix, state FROM review_items WHERE id=?", (item_id,)
-            ).fetchone()
-        return self._item(row) if row else None
-
-    @staticmethod
-    def _item(row: tuple[Any, ...]) -> Item:
-        return Item(row[0], row[1], row[2], tuple(json.loads(row[3])), json.loads(row[4]), row[5])
-
-    def items(self, state: str | None = None) -> list[Item]:
-        query = "SELECT id, kind, description, pages, fix, state FROM review_items"
-        args: tuple[str, ...] = ()
-        if state:
-            query += " WHERE state=?"
-            args = (state,)
-        with self._lock:
-            rows = self._db.execute(query + " ORDER BY created_at, id", args).fetchall()
-        return [self._item(r) for r in rows]
-
-    def ids(self, states: Iterable[str]) -> set[str]:
-        wanted = list(states)
-        marks = ",".join("?" * len(wanted))
-        with self._lock:
-            rows = self._db.execute(f"SELECT id FROM review_items WHERE state IN ({marks})", wanted).fetchall()
-        return {r[0] for r in rows}
-
-    def add(self, item: Proposal) -> None:
-        now = time.time()
-        with self._lock:
-            self._db.execute(
-                "INSERT OR IGNORE INTO review_items(id, kind, description, pages, fix, state, created_at, updated_at)"
-                " VALUES (?,?,?,?,?,'open',?,?)",
-                (item.id, item.kind, item.description, json.dumps(list(item.pages)),
-                 json.dumps(dict(item.fix), default=str), now, now),
-            )
-
-    def set_state(self, item_id: str, state: str, note: str = "", commit_sha: str = "") -> None:
-        with self._lock:
-            self._db.execute(
-                "UPDATE review_items SET state=?, note=?, commit_sha=?, updated_at=? WHERE id=?",
-                (state, note, commit_sha, time.time(), item_id),
-            )
-
-
-def suppressed_ids(vault: Vault) -> set[str]:
-    """Ids a person rejected or dismissed: never proposed again, left out of lint reports."""
-    if not vault.db_path.exists():
-        return set()
-    store = ReviewStore(vault.db_path)
-    try:
-        return store.ids(SUPPRESSED_STATES)
-    finally:
-        store.close()
-
-
-# -- editing REVIEW.md safely ---------------------------------------------------------------------
-
-def _thread_lock(vault: Vault) -> contextlib.AbstractContextManager[None]:
-    return vault_write_lock(vault.state)
-
-
-def review_lock(vault: Vault) -> contextlib.AbstractContextManager[None]:
-    """One writer of REVIEW.md (and of pages and commits) at a time: the vault's write lock."""
-    return vault_write_lock(vault.state)
 
 
 def retarget_links(text: str, target: str, page: str) -> str:
@@ -275,82 +103,11 @@ def retarget_links(text: str, target: str, page: str) -> str:
     return WIKILINK_RE.sub(repoint, text)
 
 
-def _read(path: Path) -> str | None:
+def _read(path: Any) -> str | None:
     try:
-        return path.read_text(encoding="utf-8")
+        return str(path.read_text(encoding="utf-8", errors="replace"))
     except FileNotFoundError:
         return None
-
-
-def edit_review(vault: Vault, mutate: Callable[[str], str]) -> bool:
-    """Apply ``mutate`` to REVIEW.md's text and write it atomically; True if it changed.
-
-    The file is re-read right before the write; if a person saved meanwhile, the edit is
-    redone on their text, so their words are never overwritten.
-    """
-    path = vault.review_file
-    with review_lock(vault):
-        for _ in range(10):
-            before = _read(path)
-            after = mutate(before if before is not None else HEADER)
-            if after == before:
-                return False
-            if _read(path) != before:
-                continue
-            atomic_write_text(path, after)
-            return True
-    log.warning("REVIEW.md kept changing while wikiwright tried to update it; will try again later")
-    return False
-
-
-def add_proposals(vault: Vault, kind: str, items: Iterable[Proposal | Mapping[str, Any]],
-                  store: ReviewStore | None = None) -> list[str]:
-    """Add proposals of one ``kind`` to REVIEW.md; returns the ids that were new.
-
-    ``items`` are :class:`Proposal` objects or mappings with ``description`` (one line, may
-    hold ``[[links]]``), optional ``pages``, optional ``facts`` (what makes the proposal the
-    same one next time; default: description and pages) and optional ``fix``: ``{}`` (ticking
-    only acknowledges), or ``{"action": "write-page", "page": "name", "text": "...",
-    "base": "<text the change was computed from>"}`` to apply a held-back page change.
-    An id seen before, whatever its answer, is never added again. Writes REVIEW.md but does
-    not commit it: include ``REVIEW.md`` in your own commit's paths.
-    """
-    proposals = []
-    for raw in items:
-        if isinstance(raw, Proposal):
-            proposals.append(raw if raw.kind == kind else Proposal(raw.id, kind, raw.description, raw.pages, raw.fix))
-        else:
-            proposals.append(proposal(kind, str(raw["description"]), raw.get("pages", ()), raw.get("fix"),
-                                      raw.get("facts")))
-    own = store is None
-    db = store or ReviewStore(vault.db_path)
-    try:
-        with review_lock(vault):
-            new = [p for p in proposals if db.get(p.id) is None]
-            new = list({p.id: p for p in new}.values())
-            if not new:
-                return []
-            by_heading: dict[str, list[Proposal]] = {}
-            for p in new:
-                by_heading.setdefault(HEADINGS.get(p.kind, p.kind.replace("-", " ").capitalize()), []).append(p)
-
-            def mutate(text: str) -> str:
-                present = parse_review(text)
-                for heading, group in by_heading.items():
-                    lines = [render_line(p) for p in group if p.id not in present]
-                    if lines:
-                        text = insert_lines(text, heading, lines)
-                return text
-
-            edit_review(vault, mutate)
-            # The file first, then the table: a crash in between leaves a line the next run
-            # adopts (it is already in the file), never an "open" item with no line.
-            for p in new:
-                db.add(p)
-            return [p.id for p in new]
-    finally:
-        if own:
-            db.close()
 
 
 # -- the queue: lint into REVIEW.md, answers out of it --------------------------------------------
@@ -373,6 +130,7 @@ class ReviewQueue:
         self._last_seen: str | None = None
         self._last_done: str | None = None
         self._retry = False
+        self._notice: str | None = None
 
     def _open(self) -> None:
         if self._ready:
@@ -435,11 +193,11 @@ class ReviewQueue:
         Returns (added ids, resolved ids); REVIEW.md is committed when it changed.
         """
         self._open()
-        with _thread_lock(self.vault):
+        with review_lock(self.vault):
             added: list[str] = []
             by_kind: dict[str, list[Proposal]] = {}
             for finding in report.findings:
-                by_kind.setdefault(finding.kind, []).append(Proposal.from_finding(finding))
+                by_kind.setdefault(finding.kind, []).append(finding_proposal(finding))
             for kind, group in by_kind.items():
                 added += add_proposals(self.vault, kind, group, store=self.store)
             found = {f.id for f in [*report.findings, *report.suppressed]}
@@ -447,14 +205,14 @@ class ReviewQueue:
             resolved = []
             for item in self.store.items("open"):
                 if item.kind in LINT_KINDS and item.id not in found:
-                    self._mark(item.id, _struck(f"resolved: no longer found by lint ({today})"))
+                    self._mark(item.id, struck(f"resolved: no longer found by lint ({today})"))
                     self.store.set_state(item.id, "resolved", "no longer found by lint")
                     resolved.append(item.id)
             if added or resolved:
                 subject = f"lint: {len(added)} new proposal(s) in REVIEW.md"
                 if resolved:
                     subject += f", {len(resolved)} resolved"
-                self._commit(["REVIEW.md"], subject, {"Wikiwright-Operation": "lint"})
+                self._commit(["REVIEW.md"], subject, {"Wikiwright-Operation": OpKind.LINT})
             return added, resolved
 
     def run_lint_and_sync(self) -> LintReport:
@@ -488,60 +246,74 @@ class ReviewQueue:
         self._open()
         outcomes: list[Outcome] = []
         self._retry = False
-        with _thread_lock(self.vault):
-            text = _read(self.vault.review_file)
-            if text is None:
+        with review_lock(self.vault):
+            read = read_review(self.vault)
+            self._note_bad_bytes(read.notice)
+            if read.text is None:
                 return []  # a deleted REVIEW.md is not a rejection of everything in it
-            lines = parse_review(text)
-            for item in self.store.items("open"):
-                line = lines.get(item.id)
+            for answer in answers(read.text, self.store.items("open")):
                 try:
-                    if line is None:
-                        outcomes.append(self._reject(item, "its line was removed from REVIEW.md"))
-                    elif line.answer == "approve":
-                        outcomes.append(self._approve(item))
-                    elif line.answer == "reject":
-                        outcomes.append(self._reject(item, "marked [-] in REVIEW.md"))
+                    if answer.verdict == "approve":
+                        outcomes.append(self._approve(answer.item, answer))
+                    else:
+                        outcomes.append(self._reject(answer.item, answer.why))
                 except CommitPaused as exc:
                     self._retry = True
-                    log.info("review answer for %s waits: %s", item.id, exc.reason)
-                    outcomes.append(Outcome(item.id, "waiting", exc.reason))
+                    log.info("review answer for %s waits: %s", answer.item.id, exc.reason)
+                    outcomes.append(Outcome(answer.item.id, "waiting", exc.reason))
                     break
         return outcomes
 
-    def _approve(self, item: Item) -> Outcome:
+    def _note_bad_bytes(self, notice: str) -> None:
+        """Bad bytes in REVIEW.md: a notice in status (once), never an error loop."""
+        if notice == self._notice:
+            return
+        if notice:
+            log.warning("%s", notice)
+            self.ledger.set_notice(NOTICE_KEY, notice)
+        else:
+            self.ledger.clear_notice(NOTICE_KEY)
+        self._notice = notice
+
+    def _approve(self, item: Item, answer: Answer | None = None) -> Outcome:
+        chosen = answer.chosen if answer else ()
         action = str(item.fix.get("action") or "")
-        operation = "lint-fix" if item.kind in LINT_KINDS else "review-approval"
+        if action == "resolve-conflict" and not chosen:
+            action = ""  # the question ticked without a value: acknowledged, nothing changes
+        operation = OpKind.LINT_FIX if item.kind in LINT_KINDS else OpKind.REVIEW_APPROVAL
         try:
-            paths = self._apply(item) if action else []
+            paths = self._apply(item, chosen) if action else []
         except FixNotApplicable as exc:
             note = f"not applied: {exc}"
-            self._mark(item.id, _struck(note))
+            self._mark(item.id, struck(note))
             self._log_once(item, "not applied", [str(exc)])
             sha = self._commit(["REVIEW.md", "wiki/log.md"], f"review: could not apply {_short(item.description, 60)}",
                                {"Wikiwright-Operation": operation, "Wikiwright-Review": item.id})
             self.store.set_state(item.id, "resolved", note, sha or "")
             return Outcome(item.id, "resolved", note, sha or "")
         state = "applied" if action else "dismissed"
-        self._mark(item.id, lambda line: line_with_note(line, f"{state} {date.today().isoformat()}"))
-        self._log_once(item, "approved" if action else "dismissed", [f"fix: {action}" if action else "acknowledged"])
-        trailers = {"Wikiwright-Operation": operation, "Wikiwright-Review": item.id}
+        what = _choice_note(item, chosen) if action == "resolve-conflict" else ""
+        note = f"{state} {date.today().isoformat()}" + (f": {what}" if what else "")
+        self._mark(item.id, lambda line: line_with_note(line, note))
+        details = [what or f"fix: {action}"] if action else ["acknowledged"]
+        self._log_once(item, "approved" if action else "dismissed", details)
+        trailers = {"Wikiwright-Operation": str(operation), "Wikiwright-Review": item.id}
         if paths:
             trailers["Wikiwright-Pages"] = ", ".join(paths)
         sha = self._commit([*paths, "wiki/log.md", "REVIEW.md"], f"{operation}: {_short(item.description, 150)}",
                            trailers)
-        self.store.set_state(item.id, state, "", sha or "")
-        return Outcome(item.id, state, action, sha or "")
+        self.store.set_state(item.id, state, what, sha or "")
+        return Outcome(item.id, state, what or action, sha or "")
 
     def _reject(self, item: Item, why: str) -> Outcome:
         self._log_once(item, "rejected", [why])
         sha = self._commit(["wiki/log.md", "REVIEW.md"], f"review: rejected {_short(item.description, 150)}",
-                           {"Wikiwright-Operation": "review-rejection", "Wikiwright-Review": item.id})
+                           {"Wikiwright-Operation": OpKind.REVIEW_REJECTION, "Wikiwright-Review": item.id})
         self.store.set_state(item.id, "rejected", why, sha or "")
         return Outcome(item.id, "rejected", why, sha or "")
 
     def _mark(self, item_id: str, make: Callable[[ReviewLine], str]) -> None:
-        edit_review(self.vault, lambda text: replace_line(text, item_id, make))
+        mark_line(self.vault, item_id, make)
 
     def _log_once(self, item: Item, verdict: str, details: list[str]) -> None:
         # A retry after a paused commit must not log the same answer twice.
@@ -561,9 +333,13 @@ class ReviewQueue:
 
     # -- fixes -----------------------------------------------------------------------------
 
-    def _apply(self, item: Item) -> list[str]:
+    def _apply(self, item: Item, chosen: tuple[str, ...] = ()) -> list[str]:
         fix = item.fix
         action = fix["action"]
+        if action == "resolve-conflict":
+            return self._resolve_conflict(fix, chosen)
+        if action == "apply-op":
+            return self._apply_held_op(fix)
         if action in ("dispute-claim", "supersede-claim"):
             return self._restatus_claim(fix, "disputed" if action == "dispute-claim" else "superseded")
         if action == "create-stub":
@@ -618,6 +394,75 @@ class ReviewQueue:
         rows[index] = current[0].with_status(status, by).render() + ending
         return self._write([PageChange(name, "".join(rows), text, f"claim marked {status}")])
 
+    def _resolve_conflict(self, fix: Mapping[str, Any], chosen: tuple[str, ...]) -> list[str]:
+        """The person's answer to a claim conflict: the values ticked stand. A value they
+        contradict is marked disputed by the chosen value's source; when values that contradict
+        each other are all kept ("both"), each is scoped to its source (``key@source``)."""
+        values = {str(v["key"]): v for v in fix.get("values", ())}
+        keep = [k for k in chosen if k in values] or (list(values) if "both" in chosen else [])
+        if not keep:
+            raise FixNotApplicable("no value was ticked")
+        edits: dict[str, list[_ClaimEdit]] = {}
+        for key, value in values.items():
+            against = [k for k in keep if k in value.get("conflicts", ()) and k != key]
+            if not against:
+                continue
+            if key not in keep:
+                by = str(values[against[0]]["claims"][0]["source"])
+                for ref in value["claims"]:
+                    edits.setdefault(str(ref["page"]), []).append((ref, _disputed(by)))
+            elif any(len(str(values[k]["claims"][0]["key"])) >= len(str(value["claims"][0]["key"])) for k in against):
+                # Kept beside a contradicting value of the same (or a child) key: scope it.
+                for ref in value["claims"]:
+                    edits.setdefault(str(ref["page"]), []).append((ref, _scoped(f"{ref['key']}@{ref['source']}")))
+        changes = [change for name, todo in sorted(edits.items()) if (change := self._edit_claims(name, todo))]
+        if not changes:
+            return sorted({f"wiki/{name}.md" for name in edits})  # done already (a retry)
+        return self._write(changes)
+
+    def _edit_claims(self, name: str, todo: list[_ClaimEdit]) -> PageChange | None:
+        """Rewrite the current claims ``todo`` names on page ``name``; None if all were done before."""
+        text = self._page_text(name)
+        try:
+            body = parse_page(text).body
+        except FrontMatterError as exc:
+            raise FixNotApplicable(f"wiki/{name}.md: {exc}") from exc
+        offset = text[: len(text) - len(body)].count("\n") if text.endswith(body) else 0
+        claims, _ = parse_claims(body)
+        rows = text.splitlines(keepends=True)
+        changed = False
+        for ref, make in todo:
+            same = [c for c in claims if norm_value(c.value) == norm_value(str(ref["value"]))
+                    and link_key(c.source) == link_key(str(ref["source"]))]
+            current = [c for c in same if c.is_current and c.key == ref["key"]]
+            if not current:
+                wanted = make(_claim_from_ref(ref))
+                if any(c.key == wanted.key and c.status == wanted.status for c in same):
+                    continue  # done already (a retry after a paused commit)
+                raise FixNotApplicable(f"the claim `{ref['key']}`: {ref['value']} is no longer current on "
+                                       f"[[{name.rsplit('/', 1)[-1]}]]")
+            index = offset + current[0].line - 1
+            ending = rows[index][len(rows[index].rstrip("\r\n")):]
+            rows[index] = make(current[0]).render() + ending
+            changed = True
+        return PageChange(name, "".join(rows), text, "claim conflict answered") if changed else None
+
+    def _apply_held_op(self, fix: Mapping[str, Any]) -> list[str]:
+        """A held-back ingest operation the person approved: applied with the checks a person
+        can vouch for waived (quote found verbatim, shrink and page limits); the safety checks
+        (page names, scripts and remote embeds, code-owned sections) still hold."""
+        source = str(fix.get("source_page") or "")
+        workspace = Workspace(self.vault, source, str(fix.get("source_text") or ""), date.today(),
+                              max_shrink=1.0, find_claim_pages=lambda key: self.catalog.phrase_pages(key),
+                              approved=True)
+        if not workspace.apply(dict(fix["op"])):
+            raise FixNotApplicable(workspace.held[-1].reason)
+        changes = [PageChange(state.name, state.render(), base=state.original, reason="approved in REVIEW.md")
+                   for state in workspace.changed_pages()]
+        if not changes:
+            return []
+        return self._write(changes)
+
     def _create_stub(self, fix: Mapping[str, Any]) -> list[str]:
         target = str(fix["target"]).strip()
         self.catalog.refresh()
@@ -659,17 +504,6 @@ class ReviewQueue:
         return self._write([PageChange("overview", new_text, text, "link an orphan page")])
 
 
-def _struck(note: str) -> Callable[[ReviewLine], str]:
-    def make(line: ReviewLine) -> str:
-        return f"- [x] ~~{line.text}~~ — {note} ^{line.id}"
-
-    return make
-
-
-def line_with_note(line: ReviewLine, note: str) -> str:
-    return f"- [x] {line.text} — {note} ^{line.id}"
-
-
 # -- the daemon's jobs ----------------------------------------------------------------------------
 
 LINT_CHECK_SECONDS = 300.0
@@ -702,3 +536,27 @@ class ReviewJobs:
     def lint_period(self) -> float:
         """How often the lint gate is looked at: the interval, at most every five minutes."""
         return max(0.5, min(self.config.lint.interval_hours * 3600, LINT_CHECK_SECONDS))
+
+
+_ClaimEdit = tuple[Mapping[str, Any], Callable[[Claim], Claim]]
+
+
+def _scoped(key: str) -> Callable[[Claim], Claim]:
+    return lambda claim: Claim(key, claim.value, claim.as_of, claim.source)
+
+
+def _disputed(by: str) -> Callable[[Claim], Claim]:
+    return lambda claim: claim.with_status("disputed", by)
+
+
+def _claim_from_ref(ref: Mapping[str, Any]) -> Claim:
+    return Claim(str(ref["key"]), str(ref["value"]), str(ref.get("as_of", "")), str(ref["source"]))
+
+
+def _choice_note(item: Item, chosen: tuple[str, ...]) -> str:
+    """What the person chose, in words (for REVIEW.md, log.md and the store)."""
+    values = {str(v["key"]): str(v["value"]) for v in item.fix.get("values", ())}
+    keep = [values[k] for k in chosen if k in values] or (list(values.values()) if "both" in chosen else [])
+    if len(keep) == 1:
+        return f"`{item.fix.get('key')}` = {keep[0]} stands"
+    return f"`{item.fix.get('key')}`: {', '.join(keep)} all stand, each scoped to its source"
