@@ -28,7 +28,7 @@ from wikiwright.core.config import load_config
 from wikiwright.core.logsetup import LOG_FILE_NAME, escape_controls, log_dir, make_handler, redact
 from wikiwright.core.vault import Vault
 from wikiwright.runtime.daemon import Daemon
-from wikiwright.service import LAUNCHD_LABEL, render_plist, render_unit, systemd_escape
+from wikiwright.runtime.service import LAUNCHD_LABEL, render_plist, render_unit, systemd_escape
 
 from tests.fault_tools import heartbeat, launch, new_vault, reap_daemons, spawn, stop, wait_settled  # noqa: F401
 from tests.helpers import cli, daemon_log, wait_for
