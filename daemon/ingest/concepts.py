@@ -1,0 +1,358 @@
+"""Concept and entity pages kept by the offline engine, and overview.md kept by code.
+
+A term two or more sources share gets a page: what it is (the best defining sentence,
+quoted, with its source), which sources mention it and the sentence where each does, and the
+related terms that share sources with it. Every change is a :class:`PageChange` computed from
+the page as it is on disk (its base, for compare-and-swap): a new source adds its line, its
+source to ``sources`` and any new related term; nothing already on a page is rewritten, so a
+person's edits and a model's later additions stay. Pages carry the same front matter as
+model-written pages (``type``, ``title``, ``summary``, ``sources`` as source page stems,
+``updated``, ``tags``, ``aliases``), so a model configured later continues them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import date
+
+from ..core.vault import Vault
+from ..ingest.terms import Mention, Term, TermIndex, mention_sentence
+from ..ingest.textrules import is_generic_title
+from ..wiki.catalog import Catalog
+from ..wiki.pages import FrontMatterError, Page, get_section, parse_page, render_page, set_section, slugify, unique_name
+from ..wiki.writer import PageChange
+
+MAX_LINKS = 15  # concept and entity pages one source links to
+MAX_LISTED = 50  # "Mentioned in" lines on one page; the count line says how many in all
+MAX_RELATED = 8
+MAX_BACKFILL = 20  # earlier source pages given the link when a shared term gets its page
+OVERVIEW_START = "<!-- wikiwright:overview:start (kept by wikiwright from the wiki; edit outside this block) -->"
+OVERVIEW_END = "<!-- wikiwright:overview:end -->"
+MENTIONED = "Mentioned in"
+RELATED_SOURCE_SECTION = "Related pages"
+OWN_TYPES = ("entity", "concept", "topic", "stub")
+
+
+def quote_safe(text: str) -> str:
+    """Text from a source, made inert as wiki markup: ``[[`` would be a link to nowhere."""
+    return text.replace("![[", "!\\[[").replace("[[", "[\\[").replace("\n", " ")
+
+
+@dataclass
+class ConceptResult:
+    links: list[tuple[str, str]] = field(default_factory=list)  # (page stem, title) for the source page
+    # page -> (text on disk it was computed from, new text); several terms may touch one page
+    edits: dict[str, tuple[str | None, str]] = field(default_factory=dict)
+
+    @property
+    def changes(self) -> list[PageChange]:
+        return [PageChange(page, text, base=base, reason="offline engine: shared terms")
+                for page, (base, text) in self.edits.items() if text != base]
+
+
+class ConceptKeeper:
+    def __init__(self, vault: Vault, catalog: Catalog, index: TermIndex) -> None:
+        self.vault = vault
+        self.catalog = catalog
+        self.index = index
+
+    # -- helpers -------------------------------------------------------------------------
+
+    def _read(self, page: str) -> str | None:
+        try:
+            return self.vault.wiki_path(f"{page}.md").read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+
+    def _source_exists(self, stem: str) -> bool:
+        return (self.vault.sources_dir / f"{stem}.md").is_file()
+
+    def _page_for(self, term: Term, taken: set[str]) -> str:
+        """The page a newly shared term gets: a page of the same title a person or a model
+        made (continued), else a new flat slug that is free."""
+        existing = self.catalog.resolve(term.label)
+        if existing and "/" not in existing and not self.index.key_of_page(existing):
+            entry = self.catalog.get(existing)
+            if entry is not None and entry.type in OWN_TYPES and not entry.error:
+                return existing
+        base = slugify(term.label)
+        if base in ("index", "log", "overview"):
+            base += "-topic"
+        names = set(taken)
+        candidate = base
+        while True:
+            candidate = unique_name(base, names)
+            if self._read(candidate) is None:
+                return candidate
+            names.add(candidate)
+
+    # -- one source -------------------------------------------------------------------------
+
+    def plan(self, source: str, source_title: str, terms: list[Term], sentences: list[str], today: date,
+             title_matches: list[str]) -> ConceptResult:
+        """Record ``source``'s terms and produce the page changes they call for.
+
+        ``sentences``: the source's main-content sentences; ``title_matches``: pages the
+        catalogue found by title or alias in the source text.
+        """
+        result = ConceptResult()
+        clean_title = _link_label(source_title)
+        by_key = {t.key: t for t in terms}
+        # Pages this engine keeps, found by title in the text but not among the extracted terms.
+        for name in title_matches:
+            key = self.index.key_of_page(name)
+            if key and key not in by_key:
+                label = self.index.label(key)
+                term = _term_in(label, key, sentences)
+                if term is not None:
+                    by_key[key] = term
+        terms = list(by_key.values())
+        self.index.record(source, source_title, terms)
+        taken: set[str] = set()
+        for term in terms:
+            if len(result.links) >= MAX_LINKS:
+                break
+            mentions = [m for m in self.index.mentions(term.key)
+                        if m.source == source or self._source_exists(m.source)]
+            if len({m.source for m in mentions}) < 2:
+                continue
+            page = self.index.page_of(term.key)
+            disk = self._read(page) if page else None
+            if page and disk is None:
+                page = ""  # its page was removed (or never written): make it again
+            if not page:
+                page = self._page_for(term, taken)
+                disk = self._read(page)
+                self.index.set_page(term.key, page)
+            taken.add(page)
+            change = self._update_page(page, disk, term, mentions, source, clean_title, today)
+            if change is None:
+                continue  # a page we may not change (unparsable): no link to a page that does not say it
+            result.edits[page] = (disk, change.text)
+            title = parse_page(change.text).title or term.label
+            result.links.append((page, title))
+            if disk is None:
+                self._backfill(result, page, title, mentions, source)
+        # Title matches to other pages (a person's or a model's) are links too, if not generic.
+        for name in title_matches:
+            if len(result.links) >= MAX_LINKS + 10:
+                break
+            if any(stem == name for stem, _ in result.links) or self.index.key_of_page(name):
+                continue
+            entry = self.catalog.get(name)
+            if entry is None or entry.type in ("index", "log", "overview") or entry.error:
+                continue
+            # A source page is a target only by a specific title: several words, none of them generic.
+            if is_generic_title(entry.title) or (entry.type == "source" and len(entry.title.split()) < 2):
+                continue
+            result.links.append((entry.stem, entry.title))
+        return result
+
+    # -- pages ------------------------------------------------------------------------------
+
+    def _mention_line(self, mention: Mention, titles: dict[str, str]) -> str:
+        title = titles.get(mention.source) or mention.source
+        link = f"[[{mention.source}]]" if title == mention.source else f"[[{mention.source}|{quote_safe(title)}]]"
+        return f"- {link}: “{quote_safe(mention.sentence)}”"
+
+    def _titles(self, sources: list[str]) -> dict[str, str]:
+        titles = {}
+        for stem in sources:
+            entry = self.catalog.get(f"sources/{stem}")
+            if entry is not None:
+                titles[stem] = _link_label(entry.title)
+        return titles
+
+    def _new_page(self, page: str, term: Term, mentions: list[Mention], source: str, source_title: str,
+                  today: date) -> str:
+        best = max(mentions, key=lambda m: (m.score, m.source == source))
+        titles = self._titles([m.source for m in mentions])
+        titles[source] = source_title
+        labels = []
+        for m in mentions:
+            if m.label.casefold() != term.label.casefold() and m.label not in labels:
+                labels.append(m.label)
+        body = [f"# {term.label}", "", "## What it is", "",
+                f"> {quote_safe(best.sentence)}", f"> — [[{best.source}]]", "",
+                f"## {MENTIONED}", ""]
+        body += [self._mention_line(m, titles) for m in mentions[:MAX_LISTED]]
+        if len(mentions) > MAX_LISTED:
+            body.append(f"- Mentioned by {len(mentions)} sources in all.")
+        related = [(k, p) for k, p, _ in self.index.related(term.key, MAX_RELATED) if p != page]
+        if related:
+            body += ["", "## Related", ""]
+            body += [self._related_line(k, p) for k, p in related]
+        summary = " ".join(best.sentence.split())
+        meta = {
+            "type": term.kind, "title": term.label,
+            "summary": quote_safe(summary if len(summary) <= 200 else summary[:197].rstrip() + "…"),
+            "sources": [m.source for m in mentions], "updated": today, "tags": [term.kind],
+            "aliases": labels[:5],
+        }
+        return render_page(Page(meta, "\n".join(body) + "\n"))
+
+    def _related_line(self, key: str, page: str) -> str:
+        label = self.index.label(key)
+        return f"- [[{page}]]" if label.casefold() == page.casefold() else f"- [[{page}|{quote_safe(label)}]]"
+
+    def _update_page(self, page: str, disk: str | None, term: Term, mentions: list[Mention], source: str,
+                     source_title: str, today: date) -> PageChange | None:
+        if disk is None:
+            text = self._new_page(page, term, mentions, source, source_title, today)
+            return PageChange(page, text, base=None, reason=f"shared term: {term.label}")
+        try:
+            parsed = parse_page(disk)
+        except FrontMatterError:
+            return None
+        meta = parsed.meta
+        body = parsed.body
+        mine = next((m for m in mentions if m.source == source), None)
+        changed = False
+        section = get_section(body, MENTIONED)
+        if mine is not None and f"[[{source}]]" not in (section or "") and f"[[{source}|" not in (section or ""):
+            titles = {source: source_title}
+            listed = len(re.findall(r"^- \[\[", section or "", re.MULTILINE))
+            if section is None:
+                body = _append_section(body, MENTIONED, [self._mention_line(mine, titles)])
+            elif listed < MAX_LISTED:
+                lines = section.rstrip("\n").split("\n")
+                count_at = next((i for i, line in enumerate(lines) if line.startswith("- Mentioned by ")), len(lines))
+                lines.insert(count_at, self._mention_line(mine, titles))
+                body = set_section(body, MENTIONED, "\n".join(lines) + "\n\n")
+            else:
+                lines = [line for line in section.rstrip("\n").split("\n") if not line.startswith("- Mentioned by ")]
+                lines.append(f"- Mentioned by {len(mentions)} sources in all.")
+                body = set_section(body, MENTIONED, "\n".join(lines) + "\n\n")
+            changed = True
+        related = [(k, p) for k, p, _ in self.index.related(term.key, MAX_RELATED) if p != page]
+        current = get_section(body, "Related") or ""
+        new_related = [self._related_line(k, p) for k, p in related
+                       if f"[[{p}]]" not in current and f"[[{p}|" not in current]
+        if new_related and len(re.findall(r"^- \[\[", current, re.MULTILINE)) < MAX_RELATED:
+            if current:
+                body = set_section(body, "Related", current.rstrip("\n") + "\n" + "\n".join(new_related) + "\n\n")
+            else:
+                body = _append_section(body, "Related", new_related)
+            changed = True
+        sources = meta.get("sources") or []
+        if not isinstance(sources, list):
+            sources = [sources]
+        if source not in sources:
+            meta["sources"] = [*sources, source]
+            changed = True
+        aliases = [str(a) for a in meta.get("aliases") or []] if isinstance(meta.get("aliases"), list) else []
+        title = str(meta.get("title") or "")
+        if (mine is not None and mine.label.casefold() != title.casefold()
+                and mine.label.casefold() not in {a.casefold() for a in aliases} and len(aliases) < 10):
+            meta["aliases"] = [*aliases, mine.label]
+            changed = True
+        if not changed:
+            return PageChange(page, disk, base=disk, reason="unchanged")
+        meta["updated"] = today
+        parsed.body = body
+        return PageChange(page, render_page(parsed), base=disk, reason=f"shared term: {term.label}")
+
+    def _backfill(self, result: ConceptResult, page: str, title: str, mentions: list[Mention], source: str) -> None:
+        """Earlier sources that mention a term that just got its page link to it."""
+        for mention in mentions[:MAX_BACKFILL]:
+            if mention.source == source:
+                continue
+            name = f"sources/{mention.source}"
+            disk, current = result.edits.get(name) or (self._read(name), None)
+            if disk is None:
+                continue
+            try:
+                parsed = parse_page(current if current is not None else disk)
+            except FrontMatterError:
+                continue
+            section = get_section(parsed.body, RELATED_SOURCE_SECTION) or ""
+            if f"[[{page}]]" in section or f"[[{page}|" in section:
+                continue
+            line = f"- [[{page}]]" if title.casefold() == page.casefold() else f"- [[{page}|{quote_safe(title)}]]"
+            if section:
+                extended = section.rstrip("\n") + "\n" + line + "\n"
+                parsed.body = set_section(parsed.body, RELATED_SOURCE_SECTION, extended)
+            else:
+                parsed.body = _append_section(parsed.body, RELATED_SOURCE_SECTION, [line])
+            result.edits[name] = (disk, render_page(parsed))
+
+    # -- overview.md ------------------------------------------------------------------------
+
+    def overview_change(self, today: date, current_source: str) -> PageChange | None:
+        """overview.md's generated block, from the term index and REVIEW.md (bounded work)."""
+        disk = self._read("overview")
+        lines = [OVERVIEW_START, "", "## What this wiki covers", ""]
+        total_sources = self.index.source_total()
+        paged = self.index.paged_count()
+        lines.append(f"{total_sources} source(s); {paged} concept and entity page(s) shared by two or more sources.")
+        top = self.index.top_paged(15)
+        if top:
+            lines += ["", "The main ones, by the number of sources that mention them:", ""]
+            for _key, label, page, count in top:
+                shown = f"[[{page}]]" if label.casefold() == page.casefold() else f"[[{page}|{quote_safe(label)}]]"
+                lines.append(f"- {shown} — {count} sources")
+        newest = self.index.newest_sources(10)
+        if newest:
+            lines += ["", "## Newest sources", ""]
+            for stem, title in newest:
+                if not self._source_exists(stem) and stem != current_source:
+                    continue
+                clean = _link_label(title)
+                lines.append(f"- [[{stem}|{clean}]]" if clean else f"- [[{stem}]]")
+        questions = self._open_questions()
+        lines += ["", "## Open questions", ""]
+        if questions:
+            lines += [f"- {q}" for q in questions[:10]]
+            if len(questions) > 10:
+                lines.append(f"- … and {len(questions) - 10} more in REVIEW.md")
+        else:
+            lines.append("None waiting in REVIEW.md.")
+        lines += ["", OVERVIEW_END]
+        block = "\n".join(lines)
+        if disk is None:
+            fresh = Page({"type": "overview", "title": "Overview", "updated": today},
+                         "# Overview\n\n" + block + "\n")
+            return PageChange("overview", render_page(fresh), base=None, reason="overview")
+        try:
+            parsed = parse_page(disk)
+        except FrontMatterError:
+            return None  # a person's broken front matter: leave the page to them (lint reports it)
+        body = parsed.body
+        start, end = body.find(OVERVIEW_START), body.find(OVERVIEW_END)
+        if start != -1 and end > start:
+            new_body = body[:start] + block + body[end + len(OVERVIEW_END):]
+        else:
+            new_body = body.rstrip("\n") + "\n\n" + block + "\n"
+        if new_body == body:
+            return None
+        parsed.body = new_body
+        return PageChange("overview", render_page(parsed), base=disk, reason="overview")
+
+    def _open_questions(self) -> list[str]:
+        try:
+            text = self.vault.review_file.read_text(encoding="utf-8")
+        except OSError:
+            return []
+        found = []
+        for line in text.splitlines():
+            match = re.match(r"^\s*[-*]\s+\[ \]\s+(.+)$", line)
+            if match:
+                item = re.sub(r"\s*\^[\w-]+\s*$", "", match.group(1)).strip()
+                item = item if len(item) <= 160 else item[:157].rsplit(" ", 1)[0] + "…"
+                found.append(item.replace("[[", "[\\[") if item.count("[[") != item.count("]]") else item)
+        return found
+
+
+def _link_label(title: str) -> str:
+    """A title usable as a link's display text (no ``|`` or brackets)."""
+    return " ".join(title.replace("|", "/").replace("]", ")").replace("[", "(").split())
+
+
+def _append_section(body: str, heading: str, lines: list[str]) -> str:
+    return body.rstrip("\n") + f"\n\n## {heading}\n\n" + "\n".join(lines) + "\n"
+
+
+def _term_in(label: str, key: str, sentences: list[str]) -> Term | None:
+    sentence, score = mention_sentence(label, sentences)
+    return Term(key, label, "concept", sentence, score) if sentence else None

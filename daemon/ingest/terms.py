@@ -1,0 +1,365 @@
+"""Find the entities and concepts a source talks about, and remember which sources share them.
+
+Candidates come from three places: proper names (capitalised or CamelCase words and runs of
+them, acronyms, product names such as ``libxml2``), terms a heading defines (``## Memcheck``),
+and keyphrases found by yake when the ``keyphrases`` extra is installed. Generic words
+(:data:`textrules.GENERIC_TITLES`) never become terms.
+
+:class:`TermIndex` is the bookkeeping, in SQLite (``.wikiwright/terms.db``): which sources
+mention which term, the sentence where each does and how well it defines the term, and the
+page a shared term has. Ingest cost therefore does not grow with the wiki: a source looks up
+its own terms by key and never reads other pages to count them.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import sqlite3
+import threading
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..core.sqlitedb import open_db
+from ..ingest.offline import _STOPWORDS
+from ..ingest.textrules import is_generic_title, section_is_boilerplate
+
+log = logging.getLogger(__name__)
+
+MAX_TERMS = 30
+YAKE_CHARS = 8000
+_WORD = r"[A-Za-z][\w+#.-]*[\w+#]|[A-Za-z]"
+_CAP_WORD = r"(?:[A-Z][\w+#-]*[\w+#]|[A-Z]\b)"
+_NAME_RE = re.compile(
+    rf"(?<![\w./-])({_CAP_WORD}(?:[ \t]+(?:of|for|and|de|the|von)?[ \t]*{_CAP_WORD}){{0,3}})(?![\w/])"
+)
+_TECH_RE = re.compile(r"(?<![\w./-])([a-z][a-z0-9]*(?:[0-9][a-z0-9]*|-[a-z0-9]+)*[0-9][a-z0-9]*)(?![\w/])")
+_HEADING_RE = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$", re.MULTILINE)
+_DEFINES_RE = (r"\s*(?:\([^)]{0,60}\)\s*)?(?:,[^,]{0,60},\s*)?"
+               r"(?:is|are|was|refers to|means|provides|stands for|—|–|-|:)\s")
+
+# Capitalised words that start sentences or headings without naming anything.
+_CAPITAL_NOISE = frozenset("""
+if in on at to for from by with as of or and but not no yes it its this that these those there here
+when where while which who what why how all any each every some many most more less other such
+the a an we you they he she i my our your their his her see note also then thus however therefore
+for example e.g i.e etc use using used usage run running make makes made read write set get
+copyright license licence version release debian ubuntu linux unix gnu/linux true false null none
+monday tuesday wednesday thursday friday saturday sunday january february march april may june july
+august september october november december jan feb mar apr jun jul aug sep sept oct nov dec
+please thanks thank since after before until because although unless both either neither only just
+first second third last next previous new old example examples
+""".split())  # noqa: SIM905 - a word list reads better as prose
+
+
+@dataclass(frozen=True)
+class Term:
+    key: str  # normalised: case-folded, single spaces, plural folded
+    label: str  # as the source writes it
+    kind: str  # entity | concept
+    sentence: str  # the first main-content sentence that mentions it
+    score: float  # how well that sentence defines it (0..3)
+
+
+def term_key(label: str) -> str:
+    words = re.findall(r"[\w+#.-]+", label.casefold())
+    words = [w.strip(".-") for w in words if w.strip(".-")]
+    if words and len(words[-1]) > 4 and words[-1].endswith("s") and not words[-1].endswith(("ss", "us", "is")):
+        words[-1] = words[-1][:-1]
+    return " ".join(words)
+
+
+def _good_label(label: str) -> bool:
+    words = label.split()
+    if not words or len(label) < 2 or len(label) > 60 or len(words) > 4:
+        return False
+    if is_generic_title(label):
+        return False
+    if all(w.casefold() in _STOPWORDS or w.casefold() in _CAPITAL_NOISE for w in words):
+        return False
+    if words[0].casefold() in _STOPWORDS or words[-1].casefold() in _STOPWORDS:
+        return False
+    if re.fullmatch(r"[\d\W_]+", label) or re.fullmatch(r"[vV]?\d[\w.]*", label):
+        return False
+    return not (len(label) < 3 and not label.isupper())
+
+
+def _definition_score(label: str, sentence: str) -> float:
+    """3: "X is a …" at the start; 2: "X is" elsewhere; 1: mentioned; 0.5 a list fragment."""
+    pattern = re.escape(label)
+    if re.match(rf"^(?:the |an? )?\**`?{pattern}`?\**{_DEFINES_RE}", sentence, re.IGNORECASE):
+        return 3.0
+    if re.search(rf"\b{pattern}\b{_DEFINES_RE}", sentence, re.IGNORECASE):
+        return 2.0
+    return 1.0 if sentence.endswith((".", "!", "?")) else 0.5
+
+
+def mention_sentence(label: str, sentences: list[str]) -> tuple[str, float]:
+    """The sentence defining ``label`` best (earliest on ties), and its score."""
+    pattern = re.compile(rf"(?<![\w-]){re.escape(label)}(?![\w-])", re.IGNORECASE)
+    folded = label.casefold()
+    best, best_score = "", 0.0
+    for sentence in sentences:
+        if folded in sentence.casefold() and pattern.search(sentence):
+            score = _definition_score(label, sentence)
+            if score > best_score:
+                best, best_score = sentence, score
+                if score >= 3.0:
+                    break
+    return best, best_score
+
+
+def yake_available() -> bool:
+    try:
+        import yake  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _keyphrases(text: str, limit: int = 20) -> list[str]:
+    if not yake_available():
+        return []
+    import yake
+
+    try:
+        extractor = yake.KeywordExtractor(lan="en", n=3, top=limit, dedupLim=0.8)
+        return [str(phrase) for phrase, _ in extractor.extract_keywords(text[:YAKE_CHARS])]
+    except Exception as exc:  # a keyphrase failure costs the keyphrases, never the source
+        log.info("keyphrase extraction failed: %s", exc)
+        return []
+
+
+def _main_headings(body: str) -> list[str]:
+    found = []
+    for match in _HEADING_RE.finditer(body):
+        text = re.sub(r"^\d+(\.\d+)*\.?\s+", "", match.group(2).strip().rstrip("#").strip())
+        text = text.strip("`*_ ")
+        if len(match.group(1)) >= 2 and not section_is_boilerplate(text) and not text.endswith("?"):
+            found.append(text)
+    return found
+
+
+def extract_terms(body: str, title: str, sentences: list[str], limit: int = MAX_TERMS) -> list[Term]:
+    """The source's candidate entities and concepts, most salient first.
+
+    Only terms that occur in one of the main-content ``sentences`` are kept, with that sentence:
+    a term page always quotes where each source mentions it.
+    """
+    prose = " ".join(sentences)
+    counts: Counter[str] = Counter()
+    labels: dict[str, Counter[str]] = {}
+    kinds: dict[str, str] = {}
+    bonus: dict[str, float] = {}
+
+    def add(label: str, kind: str, weight: float = 1.0) -> None:
+        label = " ".join(label.split()).strip(".,;:()[]'\"`*_")
+        if not _good_label(label):
+            return
+        key = term_key(label)
+        if not key or is_generic_title(key):
+            return
+        counts[key] += 1
+        labels.setdefault(key, Counter())[label] += 1
+        kinds.setdefault(key, kind)
+        bonus[key] = bonus.get(key, 0.0) + weight
+
+    for sentence in sentences:
+        for index, match in enumerate(_NAME_RE.finditer(sentence)):
+            name = match.group(1)
+            first_word = name.split()[0]
+            at_start = match.start() == 0 or sentence[: match.start()].rstrip().endswith((":", "—", "-"))
+            if at_start and index == 0 and " " not in name and not re.search(r"[A-Z].*[A-Z]|\d", name):
+                continue  # one capitalised word opening a sentence says nothing
+            if first_word.casefold() in _CAPITAL_NOISE and " " in name:
+                name = name.split(" ", 1)[1]
+            add(name, "entity")
+        for match in _TECH_RE.finditer(sentence):
+            add(match.group(1), "entity", 0.5)
+    for heading in _main_headings(body):
+        add(heading, "concept", 2.0)
+    for word in re.findall(_WORD, title):
+        if word.casefold() not in _STOPWORDS and len(word) > 2:
+            add(word, "entity" if word[:1].isupper() or re.search(r"\d", word) else "concept", 2.0)
+    for rank, phrase in enumerate(_keyphrases(prose)):
+        if " " in phrase or phrase[:1].isupper():
+            add(phrase, "concept" if phrase.islower() else "entity", 2.0 - rank * 0.05)
+
+    ranked = sorted(counts, key=lambda k: (-(counts[k] + bonus.get(k, 0.0)), k))[: limit * 3]
+    ranked = _drop_contained(ranked, labels, prose.casefold())
+    terms: list[Term] = []
+    for key in ranked:
+        label = labels[key].most_common(1)[0][0]
+        sentence, score = mention_sentence(label, sentences)
+        if not sentence:
+            # Another surface form may be the one the prose uses.
+            for form, _ in labels[key].most_common():
+                sentence, score = mention_sentence(form, sentences)
+                if sentence:
+                    label = form
+                    break
+        if not sentence:
+            continue
+        terms.append(Term(key, label, kinds[key], sentence, score))
+        if len(terms) >= limit:
+            break
+    return terms
+
+
+def _occurrences(phrase: str, folded_prose: str) -> int:
+    return len(re.findall(rf"(?<![\w-]){re.escape(phrase.casefold())}(?![\w-])", folded_prose))
+
+
+def _drop_contained(ranked: list[str], labels: dict[str, Counter[str]], folded_prose: str) -> list[str]:
+    """Leave out a term that never occurs outside a longer one ("Billing" inside "Billing API")."""
+    forms = {key: labels[key].most_common(1)[0][0] for key in ranked}
+    counted = {key: _occurrences(form, folded_prose) for key, form in forms.items()}
+    kept = []
+    for key in ranked:
+        words = forms[key].casefold()
+        inside = [other for other in ranked if other != key and len(forms[other]) > len(forms[key])
+                  and re.search(rf"(?<![\w-]){re.escape(words)}(?![\w-])", forms[other].casefold())]
+        if inside and sum(counted[other] for other in inside) >= counted[key]:
+            continue
+        kept.append(key)
+    return kept
+
+
+# -- the index --------------------------------------------------------------------------------
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS terms (
+    key TEXT PRIMARY KEY,
+    label TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    page TEXT NOT NULL DEFAULT ''      -- the wiki page of a shared term, once it has one
+);
+CREATE TABLE IF NOT EXISTS mentions (
+    key TEXT NOT NULL,
+    source TEXT NOT NULL,              -- source page stem, e.g. src-notes
+    label TEXT NOT NULL,               -- the form this source writes
+    sentence TEXT NOT NULL,
+    score REAL NOT NULL,
+    PRIMARY KEY (key, source)
+);
+CREATE INDEX IF NOT EXISTS mentions_source ON mentions(source);
+CREATE TABLE IF NOT EXISTS sources (
+    source TEXT PRIMARY KEY,
+    title TEXT NOT NULL,
+    seq INTEGER NOT NULL               -- ingest order, for "newest sources"
+);
+CREATE INDEX IF NOT EXISTS sources_seq ON sources(seq);
+"""
+
+
+@dataclass(frozen=True)
+class Mention:
+    key: str
+    source: str
+    label: str
+    sentence: str
+    score: float
+
+
+class TermIndex:
+    """term -> sources bookkeeping for the offline engine (durable: the wiki's own state)."""
+
+    def __init__(self, path: Path) -> None:
+        self._db = open_db(path, _SCHEMA, synchronous="NORMAL", autocommit=False)
+        self._lock = threading.RLock()
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def record(self, source: str, title: str, terms: list[Term]) -> None:
+        """This source's terms replace what an earlier version of it said."""
+        with self._lock, self._db:
+            self._db.execute("DELETE FROM mentions WHERE source=?", (source,))
+            seq = int(self._db.execute("SELECT coalesce(max(seq), 0) + 1 FROM sources").fetchone()[0])
+            self._db.execute("INSERT OR REPLACE INTO sources(source, title, seq) VALUES (?,?,?)", (source, title, seq))
+            for term in terms:
+                self._db.execute("INSERT OR IGNORE INTO terms(key, label, kind) VALUES (?,?,?)",
+                                 (term.key, term.label, term.kind))
+                self._db.execute(
+                    "INSERT OR REPLACE INTO mentions(key, source, label, sentence, score) VALUES (?,?,?,?,?)",
+                    (term.key, source, term.label, term.sentence, term.score),
+                )
+
+    def mentions(self, key: str, limit: int = 200) -> list[Mention]:
+        """Who mentions ``key``, in ingest order."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT m.key, m.source, m.label, m.sentence, m.score FROM mentions m "
+                "LEFT JOIN sources s ON s.source = m.source WHERE m.key=? ORDER BY coalesce(s.seq, 0) LIMIT ?",
+                (key, limit),
+            ).fetchall()
+        return [Mention(r[0], r[1], r[2], r[3], float(r[4])) for r in rows]
+
+    def source_count(self, key: str) -> int:
+        with self._lock:
+            return int(self._db.execute("SELECT count(*) FROM mentions WHERE key=?", (key,)).fetchone()[0])
+
+    def page_of(self, key: str) -> str:
+        with self._lock:
+            row = self._db.execute("SELECT page FROM terms WHERE key=?", (key,)).fetchone()
+        return str(row[0]) if row else ""
+
+    def key_of_page(self, page: str) -> str:
+        with self._lock:
+            row = self._db.execute("SELECT key FROM terms WHERE page=?", (page,)).fetchone()
+        return str(row[0]) if row else ""
+
+    def set_page(self, key: str, page: str) -> None:
+        with self._lock, self._db:
+            self._db.execute("UPDATE terms SET page=? WHERE key=?", (page, key))
+
+    def label(self, key: str) -> str:
+        with self._lock:
+            row = self._db.execute("SELECT label FROM terms WHERE key=?", (key,)).fetchone()
+        return str(row[0]) if row else key
+
+    def related(self, key: str, limit: int = 8) -> list[tuple[str, str, int]]:
+        """(key, page, shared sources) of paged terms that share two or more sources with ``key``."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT other.key, t.page, count(*) AS shared FROM mentions mine "
+                "JOIN mentions other ON other.source = mine.source AND other.key != mine.key "
+                "JOIN terms t ON t.key = other.key AND t.page != '' "
+                "WHERE mine.key=? GROUP BY other.key HAVING shared >= 2 ORDER BY shared DESC, other.key LIMIT ?",
+                (key, limit),
+            ).fetchall()
+        return [(str(r[0]), str(r[1]), int(r[2])) for r in rows]
+
+    def top_paged(self, limit: int = 15) -> list[tuple[str, str, str, int]]:
+        """(key, label, page, sources) of the most widely shared terms with a page."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT t.key, t.label, t.page, count(m.source) AS n FROM terms t JOIN mentions m ON m.key = t.key "
+                "WHERE t.page != '' GROUP BY t.key ORDER BY n DESC, t.key LIMIT ?", (limit,),
+            ).fetchall()
+        return [(str(r[0]), str(r[1]), str(r[2]), int(r[3])) for r in rows]
+
+    def paged_count(self) -> int:
+        with self._lock:
+            return int(self._db.execute("SELECT count(*) FROM terms WHERE page != ''").fetchone()[0])
+
+    def newest_sources(self, limit: int = 10) -> list[tuple[str, str]]:
+        with self._lock:
+            rows = self._db.execute("SELECT source, title FROM sources ORDER BY seq DESC LIMIT ?", (limit,)).fetchall()
+        return [(str(r[0]), str(r[1])) for r in rows]
+
+    def source_total(self) -> int:
+        with self._lock:
+            return int(self._db.execute("SELECT count(*) FROM sources").fetchone()[0])
+
+
+def open_term_index(state_dir: Path) -> TermIndex:
+    try:
+        return TermIndex(state_dir / "terms.db")
+    except sqlite3.DatabaseError:
+        # A damaged index only costs the counts so far: start a new one beside it.
+        broken = state_dir / "terms.db"
+        broken.rename(state_dir / "terms.db.damaged")
+        return TermIndex(broken)

@@ -1,0 +1,101 @@
+"""What counts as a document's main content: the rules that keep chrome out of summaries.
+
+A sentence is boilerplate when one of :data:`BOILERPLATE_RULES` matches it: navigation
+chrome, a man page's banner, badges, a table of contents, licence and copyright text, a
+changelog's entry header or trailer. The rule's name is what ``bench_corpus`` reports. Whole
+sections whose heading says they hold such text (License, Contents, Synopsis, …) are left out
+of summaries, key points and concept sentences too.
+
+Words that say nothing about what a page is about ("Documentation", "Introduction", "README",
+"Overview", "Changelog", …) are :data:`GENERIC_TITLES`: never a concept page, never a link
+target found by title matching.
+"""
+
+from __future__ import annotations
+
+import re
+
+BOILERPLATE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("navigation", re.compile(
+        r"\b(press|use)\b.{0,20}(←|→|arrow keys|left or right)|\bskip to (the )?(main )?content\b|"
+        r"\b(jump|go) to (navigation|search|top)\b|^(home|previous|next|up|prev|index|top)"
+        r"(\s*[|·•/>»:]?\s*(home|previous|next|up|prev|index|top|contents))+\b|\bedit (this page|on github)\b|"
+        r"\bthis (site|website) uses cookies\b|\baccept (all )?cookies\b|\bback to top\b|"
+        r"\bnavigat(e|ion) between (chapters|pages)\b|^(search|menu|toggle navigation)\b",
+        re.IGNORECASE)),
+    ("man-header", re.compile(
+        r"^\s*[\w.:+-]+\([0-9nlx]\w*\)\s+.*\b[\w.:+-]+\([0-9nlx]\w*\)|"
+        r"\b(User Commands|System Manager's Manual|Library Functions Manual|File Formats Manual|"
+        r"Miscellaneous Information Manual|Linux Programmer's Manual|System Administration)\b.{0,40}\(\d\w*\)|"
+        r"^(NAME|SYNOPSIS|DESCRIPTION)\s+[\w.-]+\s+[-—]", re.MULTILINE)),
+    ("badge", re.compile(r"\[!\[|shields\.io|badge(s)?\b.*\(http|\bbuild status\b|travis-ci|codecov\.io|"
+                         r"\bci status\b", re.IGNORECASE)),
+    ("table-of-contents", re.compile(r"^\s*(table of contents|contents|toc|on this page|in this (article|chapter))"
+                                     r"\s*[:.]?\s*($|\d|[-*•])", re.IGNORECASE)),
+    ("licence", re.compile(
+        r"permission is hereby granted|is free software\b|without any warranty|licensed under the|"
+        r"spdx-license-identifier|\bcopyright\s*(\(c\)|©|c©|\d{4})|all rights reserved|"
+        r"the software is provided \"?as is|gnu (lesser |library |affero )?general public license|"
+        r"you can redistribute it|redistribution and use in source and binary|permission to use, copy, modify|"
+        r"distributed in the hope that it will be useful|gnu free documentation license|"
+        r"^(files|copyright|license|upstream-name|upstream-contact|source|format):\s", re.IGNORECASE)),
+    ("changelog-header", re.compile(
+        r"^[a-z0-9][a-z0-9.+-]*\s+\([^)]*\d[^)]*\)\s+[\w-]+(\s+[\w-]+)*;\s*urgency=|^--\s+.+<[^>]+@[^>]+>|"
+        r"^\s*\*\s+New upstream (release|version)\b", re.IGNORECASE)),
+    ("link-list", re.compile(r"^(\s*\[[^\]]+\]\([^)]*\)\s*[|·•,]?\s*){2,}$")),
+)
+
+# Sections left out of the main content, by heading (case-insensitive, numbering ignored).
+BOILERPLATE_SECTIONS = frozenset({
+    "license", "licence", "licensing", "copying", "copyright", "copyright and license", "copyright notice",
+    "table of contents", "contents", "toc", "on this page", "synopsis", "see also", "reporting bugs",
+    "author", "authors", "credits", "acknowledgements", "acknowledgments", "contributors", "badges",
+    "navigation", "license and copyright", "legal", "disclaimer", "colophon",
+})
+
+GENERIC_TITLES = frozenset("""
+documentation introduction readme overview changelog changes change log news license licence copying copyright
+contents index table of contents toc summary description details notes note about home help faq todo authors
+author credits thanks contributors contributing install installation installing usage examples example
+getting started quick start quickstart tutorial guide manual reference api references appendix chapter section
+part page pages preface foreword features requirements prerequisites dependencies build building compiling
+configuration configure setup options option synopsis name see also bugs reporting bugs history release notes
+releases version versions download downloads support contact links resources misc miscellaneous other general
+background motivation conclusion conclusions abstract glossary terminology definitions source sources files file
+directory directories program programs software library libraries package packages tool tools command commands
+function functions method methods class classes module modules type types value values data information info
+issue issues problem problems question questions answer answers test tests testing debug debugging error errors
+warning warnings caveats limitations known issues security feedback status project projects user users system
+systems list lists item items the this that these those introduction and overview exit status environment
+return value return values description of files
+debian readme.debian changelog.debian
+""".split())  # noqa: SIM905 - a word list reads better as prose
+GENERIC_PHRASES = frozenset({
+    "table of contents", "getting started", "quick start", "see also", "reporting bugs", "release notes",
+    "known issues", "exit status", "return value", "return values", "further reading", "next steps",
+    "how to", "what is", "more information", "for more information", "this document", "this manual",
+    "this program", "this package", "this file", "this library", "the following", "for example",
+})
+
+
+def boilerplate_rule(sentence: str) -> str:
+    """The name of the first boilerplate rule ``sentence`` matches, or ''."""
+    for name, pattern in BOILERPLATE_RULES:
+        if pattern.search(sentence):
+            return name
+    return ""
+
+
+def is_generic_title(label: str) -> bool:
+    """True for a title or phrase that says nothing about a page's subject."""
+    key = " ".join(re.sub(r"[^\w\s.]", " ", label).split()).casefold().strip(".")
+    key = re.sub(r"^(\d+(\.\d+)*\.?\s+)", "", key)  # "1.2. Introduction"
+    if not key or key in GENERIC_PHRASES:
+        return True
+    words = key.split()
+    return all(w in GENERIC_TITLES for w in words)
+
+
+def section_is_boilerplate(heading: str) -> bool:
+    key = re.sub(r"^(\d+(\.\d+)*\.?\s+)", "", " ".join(heading.strip().strip("#").split())).casefold()
+    return key.rstrip(":") in BOILERPLATE_SECTIONS

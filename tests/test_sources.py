@@ -1,0 +1,222 @@
+"""Sources as people have them (issue 11): every format read through the real pipeline, titles by
+one rule, summaries from the main content, text kept byte for byte."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from wikiwright.ingest.offline import digest, find_title, split_sentences
+from wikiwright.ingest.textrules import boilerplate_rule
+from wikiwright.intake.extract import SourceRejected, read_source
+from wikiwright.wiki.pages import get_section, parse_page
+
+from tests.conftest import Services
+from tests.source_fixtures import (
+    PNG_BYTES,
+    docx_bytes,
+    epub_bytes,
+    pdf_bytes,
+    pptx_bytes,
+    scanned_pdf_bytes,
+    xlsx_bytes,
+)
+
+
+def page_of(services: Services, name: str) -> tuple[dict, str]:
+    record = services.ledger.get_file(f"raw/{name}")
+    assert record is not None and record.state == "ingested", (name, record and (record.state, record.reason))
+    page = parse_page((services.vault.wiki / f"{record.page}.md").read_text(encoding="utf-8"))
+    return page.meta, page.body
+
+
+def state_of(services: Services, name: str) -> tuple[str, str]:
+    record = services.ledger.get_file(f"raw/{name}")
+    assert record is not None
+    return record.state, record.reason
+
+
+HTML_PAGE = """<!doctype html><html><head><title>Resolver guide | Example Docs</title></head><body>
+<nav><a href="/">Home</a> <a href="/next">Next</a> Press ← or → to navigate between chapters</nav>
+<header><p>Example Docs — version 3</p></header>
+<main><article><h1>Resolver guide</h1>
+<p>The resolver reads the effective_tld_names.dat file when it starts, and caches every public suffix it finds.</p>
+<h2>Cache</h2><p>The cache keeps entries for one hour, after which the resolver reads the file again.</p>
+<ul><li>Entries expire after one hour.</li><li>A missing file is reported once.</li></ul>
+<table><tr><th>option</th><th>default</th></tr><tr><td>ttl</td><td>3600</td></tr></table>
+</article></main>
+<footer><p>Copyright (c) 2024 Example Corp. All rights reserved.</p></footer></body></html>"""
+
+MAN_PAGE = """LS(1)                            User Commands                           LS(1)
+
+NAME
+       ls - list directory contents
+
+SYNOPSIS
+       ls [OPTION]... [FILE]...
+
+DESCRIPTION
+       List  information  about  the FILEs (the current directory by default).
+       Sort entries alphabetically if none of -cftuvSUX nor --sort is specified.
+
+       -a, --all
+              do not ignore entries starting with .
+
+GNU coreutils 9.1                 September 2022                          LS(1)
+"""
+
+
+def test_every_kind_of_document_is_read_through_the_pipeline(services: Services) -> None:
+    table = [["name", "value"], ["max_retries", "3"]]
+    drops = {
+        "plan.docx": docx_bytes("Release plan", "Scope", ["The parser keeps snake_case names like max_retries intact."],
+                                ["first step", "second step"], table, meta_title="Metadata title"),
+        "deck.pptx": pptx_bytes([("Roadmap", ["Ship the PDF reader", "Measure the corpus"]),
+                                 ("Risks", ["Scanned files have no text layer"])], meta_title="Quarterly roadmap"),
+        "budget.xlsx": xlsx_bytes("Costs", ["item", "cost"], [[f"item {n}", n * 10] for n in range(1, 21)]),
+        "suffixes.pdf": pdf_bytes(["The effective_tld_names.dat file lists public suffixes.",
+                                   "Every resolver reads it at start."], meta_title="Public suffix notes"),
+        "book.epub": epub_bytes("A Small Book", ["<h1>Chapter one</h1><p>The lighthouse keeper wrote every night.</p>",
+                                                 "<h2>Chapter two</h2><p>The storm came on the third day.</p>"]),
+        "guide.html": HTML_PAGE,
+        "people.csv": "name,role\nAda,engineer\nGrace,admiral\nLinus,maintainer\n",
+        "scan.pdf": scanned_pdf_bytes(),
+        "photo.png": PNG_BYTES,
+    }
+    for name, data in drops.items():
+        services.drop(name, data)
+    services.drain()
+
+    meta, body = page_of(services, "plan.docx")
+    assert meta["title"] == "Release plan"  # the Title paragraph (a level-1 heading) before the metadata
+    assert "snake_case names like max_retries intact" in body
+
+    meta, body = page_of(services, "deck.pptx")
+    assert meta["title"] == "Quarterly roadmap"  # no level-1 heading: the deck's title metadata
+    assert "Slide 1: Roadmap" in body and "Slide 2: Risks" in body
+
+    meta, body = page_of(services, "budget.xlsx")
+    assert "20 data row(s) × 2 column(s)" in body or "20 data row(s)" in meta["summary"]
+
+    meta, body = page_of(services, "suffixes.pdf")
+    assert meta["title"] == "Public suffix notes"
+    assert "effective_tld_names.dat" in body
+
+    meta, body = page_of(services, "book.epub")
+    assert meta["title"] == "Chapter one"
+    assert "lighthouse keeper" in body
+
+    meta, body = page_of(services, "guide.html")
+    assert meta["title"] == "Resolver guide"
+    summary = get_section(body, "Summary") or ""
+    assert summary.split("\n", 2)[2].startswith("The resolver reads the effective_tld_names.dat file")
+    assert "navigate" not in body and "All rights reserved" not in body and "Example Docs — version 3" not in body
+
+    meta, body = page_of(services, "people.csv")
+    assert "3 data row(s)" in body
+
+    state, reason = state_of(services, "scan.pdf")
+    assert state == "quarantined" and reason.startswith("no-text-layer:") and "no text layer" in reason
+    state, reason = state_of(services, "photo.png")
+    assert state == "quarantined" and reason.startswith("image:") and "PNG image" in reason
+
+
+TEXT_NAMES = ["README.Debian", "LICENSE", "Makefile", "settings.cfg", "build.log", "changelog.Debian", "README.api"]
+
+
+def test_text_in_any_extension_is_text(services: Services) -> None:
+    for name in TEXT_NAMES:
+        services.drop(name, f"The {name} file explains how the widget_factory module loads its plugins.\n"
+                            "Each plugin registers itself at start and is never unloaded.\n")
+    services.drain()
+    for name in TEXT_NAMES:
+        meta, body = page_of(services, name)
+        assert f"The {name} file explains how the widget_factory module loads its plugins." in body
+        assert meta["title"] == name  # no heading, no metadata: the file name as it is
+
+
+def test_man_page_title_and_summary_skip_the_banner(services: Services) -> None:
+    services.drop("ls.1.txt", MAN_PAGE)
+    services.drain()
+    meta, body = page_of(services, "ls.1.txt")
+    assert meta["title"] == "ls(1) — list directory contents"
+    summary = (get_section(body, "Summary") or "").split("\n", 2)[2]
+    assert summary.startswith("ls - list directory contents") or summary.startswith("List information")
+    assert "User Commands" not in summary and not boilerplate_rule(summary.split(". ")[0])
+
+
+def test_title_rule() -> None:
+    body = "## Benchmarks\n\nSpeed numbers for the compressor are below, measured on one core.\n"
+    # no level-1 heading: the document's own title metadata, never the sub-heading
+    assert find_title(body, "text", "zstd manual", "zstd README") == "zstd manual"
+    assert find_title(body, "text", "", "zstd README") == "zstd README"
+    assert find_title("# Zstandard\n\n## Benchmarks\n", "markdown", "meta", "file") == "Zstandard"
+    assert find_title("Zstandard\n=========\n", "text", "", "file") == "file"  # setext is read by the extractor
+    assert find_title("# Introduction\n\n## Usage\n", "markdown", "", "libfoo README") == "libfoo README"
+    assert find_title("# Notes\n", "markdown", "", "file", {"title": "From front matter"}) == "From front matter"
+    # setext and reStructuredText titles become level-1 headings when the text is read
+    text = read_source(Path("README"), b"Zstandard\n=========\n\nFast compression.\n\nBuild\n-----\n\nRun make.\n")
+    assert find_title(text.text, text.kind, text.doc_title, "README") == "Zstandard"
+    # an HTML page whose first heading is the site's banner takes the page's own name from <title>
+    assert find_title("# Node.js documentation\n\n## File system\n", "html",
+                      "File system | Node.js documentation", "fs") == "File system"
+
+
+def test_boilerplate_never_opens_a_summary_and_key_points_do_not_repeat() -> None:
+    text = """[![Build Status](https://travis-ci.org/x/y.svg)](https://travis-ci.org/x/y) [![codecov](https://codecov.io/b.svg)](https://codecov.io/x)
+
+Press ← or → to navigate between chapters
+
+## Table of Contents
+
+- [Install](#install)
+- [Usage](#usage)
+
+libfoo parses public suffix lists into a compact trie for fast lookups.
+libfoo parses public suffix lists into a compact trie for fast lookups.
+The trie is built once at start and shared between threads.
+The trie is built once at start and shared between threads!
+
+## License
+
+Permission is hereby granted, free of charge, to any person obtaining a copy of this software.
+"""
+    result = digest(text, "markdown", "", "libfoo", 3, 6)
+    first = re.split(r"(?<=[.!?])\s", result.summary)[0]
+    assert first == "libfoo parses public suffix lists into a compact trie for fast lookups."
+    assert "Permission is hereby granted" not in result.summary + " ".join(result.key_points)
+    assert "navigate" not in result.summary and "travis" not in result.summary
+    everything = re.split(r"(?<=[.!?])\s", result.summary) + result.key_points
+    assert len({s.rstrip(".!").casefold() for s in everything}) == len(everything)
+    assert boilerplate_rule("LS(1)                User Commands                LS(1)") == "man-header"
+    assert boilerplate_rule("Copyright (C) 2020 Free Software Foundation, Inc.") == "licence"
+    assert boilerplate_rule("Press ← or → to navigate between chapters") == "navigation"
+
+
+def test_underscores_asterisks_and_backticks_are_kept() -> None:
+    text = ("The `effective_tld_names.dat` file and effective_tld_names.dat itself are read by the "
+            "psl_builtin() function; a *glob* like **/*.md matches too.\n")
+    sentences = split_sentences(text)
+    assert sentences == [text.strip()]
+
+
+def test_a_long_source_is_summarised_part_by_part_and_nothing_is_cut(services: Services) -> None:
+    chapters = [f"# Chapter {n}: Topic {n}\n\n" + f"Chapter {n} explains the subject number {n} in detail. " * 20
+                for n in range(1, 63)]
+    services.drop("manual.md", "# The big manual\n\n" + "\n\n".join(chapters))
+    services.drain()
+    _, body = page_of(services, "manual.md")
+    parts = get_section(body, "Parts") or ""
+    assert "read in 62 part(s)" in parts or "read in 63 part(s)" in parts
+    assert "**Chapter 1: Topic 1**" in parts
+    assert "more part(s), listed in the source itself" in parts  # over the shown cap: said, not cut silently
+
+
+def test_image_and_broken_pdf_reasons_are_specific() -> None:
+    with pytest.raises(SourceRejected) as image:
+        read_source(Path("scan.jpg.txt"), b"\xff\xd8\xff\xe0\x00\x10JFIF\x00" + bytes(range(256)))
+    assert image.value.code == "image" and "JPEG image" in str(image.value)
+    with pytest.raises(SourceRejected) as broken:
+        read_source(Path("report.pdf"), b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n1 0 obj\n<< >>\nendobj\n")
+    assert broken.value.code in ("unreadable", "empty", "no-text-layer")
