@@ -54,7 +54,7 @@ def test_history_lists_operations_newest_first_with_filters(services: Services) 
     human = cli("history", "billing-api", "--kind", "ingest", "--source", "src-design-doc", "--vault", root)
     assert human.returncode == 0 and commits[0][:10] in human.stdout and commits[1][:10] not in human.stdout
     bad = cli("history", "--kind", "bogus", "--vault", root)
-    assert bad.returncode == 2 and "unknown kind" in bad.stderr
+    assert bad.returncode == 2 and "unknown operation kind" in bad.stderr
 
 
 def test_revert_the_third_ingest_restores_the_struck_claim_and_keeps_ingests_4_and_5(services: Services) -> None:

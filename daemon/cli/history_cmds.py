@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 
+from ..core.opkinds import OpKind
 from .common import AddParser, command, emit_json, open_vault
 
 log = logging.getLogger(__name__)
@@ -15,9 +16,9 @@ def add_parsers(add: AddParser) -> None:
     p = add("history", "operations on the wiki (from commit trailers), newest first")
     p.add_argument("page", nargs="?", help="only commits that touched this page")
     p.add_argument("--source", metavar="S", help="only operations on this source (raw/ path, src- page or hash)")
-    p.add_argument("--since", metavar="DATE", help="only operations since DATE (2026-04-01, '2 weeks ago')")
-    p.add_argument("--kind", metavar="K", help="ingest, lint-fix, review-approval, consolidation, revert, "
-                   "retract, answer, user-edit, init or manual")
+    p.add_argument("--since", metavar="DATE", help="only operations since DATE (2026-04-01, '2 weeks ago', "
+                   "yesterday); anything else is an error")
+    p.add_argument("--kind", metavar="K", help="only operations of kind K: " + ", ".join(k.value for k in OpKind))
     p.add_argument("--limit", type=int, default=None, metavar="N", help="at most N operations")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p = add("revert", "undo one ingest with a new commit, keeping every later change")

@@ -1,9 +1,10 @@
 """``wikiwright history``: the operations on the wiki, read from commit trailers.
 
-Every commit the daemon makes carries ``Wikiwright-Operation`` (ingest, lint-fix,
-review-approval, consolidation, revert, retract, answer, user-edit, init) and, where they
-apply, ``Wikiwright-Source`` and ``Wikiwright-Pages``. A commit without that trailer is a
-person's own commit and is shown as ``manual``. Read-only: safe while the daemon runs.
+Every commit the daemon makes carries ``Wikiwright-Operation: <kind>`` with a kind from the
+one vocabulary (:class:`..core.opkinds.OpKind`) and, where they apply, ``Wikiwright-Source``
+and ``Wikiwright-Pages``. A commit without that trailer is a person's own commit and is shown
+as ``manual``. Names older commits used (``consolidation``) are read as today's kind, so
+``--kind K`` selects every kind history prints. Read-only: safe while the daemon runs.
 """
 
 from __future__ import annotations
@@ -11,17 +12,51 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Any
 
 from ..core.errors import NotFound, WikiwrightError
+from ..core.opkinds import OpKind, parse_kind
 from ..core.vault import Vault
 from ..vcs.repo import CommitInfo, GitRepo
 from ..wiki.catalog import Catalog
 
 log = logging.getLogger(__name__)
 
-KINDS = ("ingest", "lint-fix", "review-approval", "consolidation", "revert", "retract", "answer",
-         "user-edit", "init", "manual")
+KINDS = tuple(kind.value for kind in OpKind)
+_ISO_DAY_RE = re.compile(r"^\d{4}-\d{1,2}-\d{1,2}")
+_AGO_RE = re.compile(r"^(\d+)\s+(minute|hour|day|week|month|year)s?\s+ago$")
+_UNIT_DAYS = {"minute": 1 / 1440, "hour": 1 / 24, "day": 1, "week": 7, "month": 30, "year": 365}
+
+
+def kind_of(trailer: str) -> str:
+    """The kind a ``Wikiwright-Operation`` value stands for today (old names mapped)."""
+    try:
+        return parse_kind(trailer).value
+    except ValueError:
+        return trailer.strip() or OpKind.MANUAL.value  # a kind from a newer wikiwright: shown as is
+
+
+def parse_since(text: str, now: datetime | None = None) -> datetime:
+    """``--since``: a date (``2026-04-01``, ``2026-04-01T09:30``), ``N days ago`` (minutes,
+    hours, weeks, months, years), ``yesterday`` or ``today``. Anything else is an error, never
+    "everything" (git's own parser reads ``2026-13-45`` and ``not a date`` as some date)."""
+    value = " ".join(text.strip().lower().split())
+    now = now or datetime.now().astimezone()
+    if _ISO_DAY_RE.match(value):
+        try:
+            when = datetime.fromisoformat(value.replace(" ", "T"))
+        except ValueError:
+            raise WikiwrightError(f"--since {text!r} is not a real date (expected YYYY-MM-DD)") from None
+        return when if when.tzinfo else when.astimezone()
+    if value in ("today", "yesterday"):
+        midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
+        return midnight - timedelta(days=1 if value == "yesterday" else 0)
+    match = _AGO_RE.match(value)
+    if match:
+        return now - timedelta(days=int(match.group(1)) * _UNIT_DAYS[match.group(2)])
+    raise WikiwrightError(f"--since {text!r} is not a date; use YYYY-MM-DD, 'N days ago' (or hours, weeks, "
+                          f"months), 'yesterday' or 'today'")
 
 
 @dataclass(frozen=True)
@@ -52,7 +87,7 @@ def source_path_of(trailers: dict[str, str]) -> str:
 def operation_of(commit: CommitInfo) -> Operation:
     pages = tuple(p.strip() for p in commit.trailers.get("Wikiwright-Pages", "").split(",") if p.strip())
     return Operation(
-        commit.sha, commit.date, commit.trailers.get("Wikiwright-Operation", "manual"), commit.subject,
+        commit.sha, commit.date, kind_of(commit.trailers.get("Wikiwright-Operation", "manual")), commit.subject,
         commit.author, source_path_of(commit.trailers), pages, dict(commit.trailers),
     )
 
@@ -95,11 +130,14 @@ def operations(
 ) -> list[Operation]:
     """Operations newest first, filtered. ``source`` matches the source path (or a part of
     it), the content hash prefix, or a source page name given in ``source_aliases``."""
-    if kind is not None and kind not in KINDS:
-        raise WikiwrightError(f"unknown kind {kind!r}; one of: {', '.join(KINDS)}")
+    if kind is not None:
+        try:
+            kind = parse_kind(kind).value
+        except ValueError as exc:
+            raise WikiwrightError(str(exc)) from None
     args: list[str] = []
     if since:
-        args.append(f"--since={since}")
+        args.append(f"--since={parse_since(since).isoformat()}")
     if path:
         args += ["--", path]
     wanted_source = None
