@@ -30,6 +30,10 @@ def command(name: str) -> Callable[[Handler], Handler]:
 # -- shared helpers ------------------------------------------------------------------------
 
 def setup_logging(verbose: int, default: int = logging.WARNING) -> None:
+    from .handoff import serving
+
+    if serving():
+        return  # a command the daemon runs for a client: the daemon's logging stays as it is
     level = logging.DEBUG if verbose > 1 else logging.INFO if verbose == 1 else default
     from ..core.logsetup import stderr_handler
 

@@ -14,7 +14,7 @@ import sys
 
 from .. import __version__
 from ..core.errors import WikiwrightError
-from . import history_cmds, hooks_cmds, ingest_cmds, memory_cmds, query_cmds, upkeep_cmds, vault_cmds
+from . import handoff, history_cmds, hooks_cmds, ingest_cmds, memory_cmds, query_cmds, upkeep_cmds, vault_cmds
 from .common import _COMMANDS, setup_logging
 
 # Each module registers its commands (the @command decorator) and their parsers (add_parsers).
@@ -53,6 +53,11 @@ def main(argv: list[str] | None = None) -> int:
     if not logging.getLogger().handlers:
         setup_logging(getattr(args, "verbose", 0))
     try:
+        # A running daemon does the work of ingest/ask/consolidate/lint/status (its model client
+        # is loaded); without one, or when it declines, the command runs here.
+        handed = handoff.delegate(args, sys.argv[1:] if argv is None else argv)
+        if handed is not None:
+            return handed
         return _COMMANDS[args.command](args)
     except WikiwrightError as exc:
         print(f"wikiwright: {exc}", file=sys.stderr)

@@ -62,8 +62,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     setup_logging(args.verbose, logging.INFO)
     add_file_log()
+    from .handoff import make_executor
+
     config, vault = open_vault(args)
-    return Daemon(config, vault, extra_jobs=_periodic_jobs(config, vault)).run()
+    return Daemon(config, vault, extra_jobs=_periodic_jobs(config, vault), control=make_executor).run()
 
 
 def _periodic_jobs(config: Config, vault: Any) -> list[Any]:

@@ -22,11 +22,13 @@ from types import FrameType
 from typing import Any
 
 from ..core.config import Config
+from ..core.errors import ConfigError, WikiwrightError
 from ..core.fsutil import atomic_write_text
 from ..core.vault import Vault, VaultLock
 from ..ingest.pipeline import Pipeline
 from ..intake.ledger import Ledger
 from ..intake.watch import Registrar, StabilityTracker, Watcher
+from ..runtime.control import ControlServer
 from ..runtime.notify import sd_notify, watchdog_interval
 from ..vcs.repo import GitRepo
 from ..wiki.catalog import Catalog
@@ -57,12 +59,20 @@ class Health:
 
 
 class Daemon:
-    def __init__(self, config: Config, vault: Vault, extra_jobs: list[PeriodicJob] | None = None) -> None:
+    def __init__(self, config: Config, vault: Vault, extra_jobs: list[PeriodicJob] | None = None,
+                 control: Callable[[Daemon], Any] | None = None) -> None:
         self.config = config
         self.vault = vault
         self.stop_requested = threading.Event()
         self.force_exit = False
         self.work_ready = threading.Event()
+        # Set once the model client is loaded (at once without a model): workers wait for it,
+        # the watcher and the queue do not, so the daemon is ready in about a second.
+        self.model_ready = threading.Event()
+        self.fatal: BaseException | None = None  # a setup error found after start (bad model name)
+        # Makes the control socket's executor for this daemon (the command line provides it).
+        self._control_factory = control
+        self.control: ControlServer | None = None
         self.health = Health()
         self.extra_jobs = extra_jobs or []
         self._threads: list[threading.Thread] = []
@@ -99,6 +109,8 @@ class Daemon:
             sd_notify("STOPPING=1")
         finally:
             code = self.teardown()
+        if self.fatal is not None:
+            raise self.fatal  # the command line reports it (exit code of the error)
         return code
 
     def setup(self) -> None:
@@ -118,8 +130,9 @@ class Daemon:
             log.info("resuming %d job(s) interrupted by the last stop", resumed)
         self.ledger.clear_notice("git")
         self.catalog.refresh()
+        planner = self._planner()
         self.pipeline = Pipeline(self.config, self.vault, self.ledger, self.catalog, self.repo,
-                                 planner=self._planner(), stop=self.stop_requested)
+                                 planner=planner, stop=self.stop_requested)
         self.registrar = Registrar(self.vault, self.ledger, self.config.ingest.max_source_bytes, self.work_ready,
                                    allow_hard_links=self.config.ingest.allow_hard_links)
         self.tracker = StabilityTracker(self.config.watch, self.registrar)
@@ -132,6 +145,13 @@ class Daemon:
         for n in range(self.config.ingest.workers):
             self._spawn(f"worker-{n + 1}", self._worker_loop)
         self._start_scheduler()
+        if self._control_factory is not None:
+            self.control = ControlServer(self.vault.state, self._control_factory(self))
+            self.control.start()
+        if planner is None:
+            self.model_ready.set()
+        else:
+            self._load_model_in_background(planner)
         self.work_ready.set()
         engine = self.pipeline.planner.engine
         log.info("watching %s (engine: %s, %d worker(s))", self.vault.root, engine, self.config.ingest.workers)
@@ -143,7 +163,35 @@ class Daemon:
             return None
         from ..ingest.llm_planner import ModelPlanner
 
-        return ModelPlanner(self.config, self.vault, self.ledger, self.catalog)
+        planner = ModelPlanner(self.config, self.vault, self.ledger, self.catalog, check=False)
+        planner.client.api_key()  # a missing key stops the start at once, with its message
+        return planner
+
+    def _load_model_in_background(self, planner: Any) -> None:
+        """Import litellm and check the model string off the start path (it takes seconds)."""
+
+        def load() -> None:
+            hold = os.environ.get("WIKIWRIGHT_TEST_HOLD_MODEL_LOAD")
+            while hold and not os.path.exists(hold) and not self.stop_requested.is_set():
+                time.sleep(0.05)  # test hook: the load waits until this file exists
+            started = time.monotonic()
+            try:
+                planner.client.check_setup()
+            except Exception as exc:
+                # Found after READY: say it and stop, with the same message and exit code as
+                # when the check ran before the start.
+                if not isinstance(exc, WikiwrightError):
+                    log.exception("the model client could not be loaded")
+                    exc = ConfigError(f"the model client could not be loaded: {exc}")
+                self.fatal = exc
+                self.stop_requested.set()
+                return
+            log.info("model client loaded in %.1fs", time.monotonic() - started)
+            self.model_ready.set()
+            self.work_ready.set()
+
+        threading.Thread(target=load, name="model-loader", daemon=True).start()
+
 
     def once(self) -> None:
         self.stop_requested.wait(1.0)
@@ -170,6 +218,8 @@ class Daemon:
             self._rescan_job()
 
     def teardown(self) -> int:
+        if self.control is not None:
+            self.control.stop()
         scheduler = getattr(self, "scheduler", None)
         if scheduler is not None:
             scheduler.shutdown(wait=False)
@@ -228,6 +278,9 @@ class Daemon:
         name = threading.current_thread().name
         while not self.stop_requested.is_set():
             self.health.worker_beats[name] = time.time()
+            if not self.model_ready.is_set():
+                self.stop_requested.wait(0.1)  # jobs need the model client; it is still loading
+                continue
             result = self.pipeline.drain_once()
             if result is not None and result.state == "ingested":
                 self.health.last_ingest = time.time()

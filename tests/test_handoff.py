@@ -1,0 +1,201 @@
+"""The daemon does the work when it runs (issue 12): the control socket, the one-shot commands
+handed to a running daemon, a stale socket, commands that never import litellm, and a daemon
+ready (watching, queueing) before its model client has loaded.
+
+Real daemons in subprocesses, a real Unix socket, the real CLI, the scripted model server."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import cli, daemon_log, ingest_commits, start_daemon, wait_for
+from tests.llm_server import ScriptedServer
+from tests.model_helpers import reply
+
+SOURCE = "# Billing\n\nThe billing API answers within 200 ms.\n"
+ANSWER = reply({"op": "create_page", "page": "billing-api", "type": "entity", "title": "Billing API",
+                "summary": "The billing API.", "body": "The billing API answers within 200 ms."})
+
+
+class NotifySocket:
+    """A real AF_UNIX datagram socket standing in for systemd's notify socket."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.bind(str(path))
+        self.sock.settimeout(0.2)
+        self.messages: list[str] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._receive, daemon=True)
+        self._thread.start()
+
+    def _receive(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.messages.append(self.sock.recv(4096).decode())
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+
+    def lines(self) -> list[str]:
+        return [line for message in list(self.messages) for line in message.splitlines()]
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=2)
+        self.sock.close()
+
+
+@pytest.fixture
+def daemons() -> Iterator[list[subprocess.Popen[str]]]:
+    started: list[subprocess.Popen[str]] = []
+    yield started
+    for proc in started:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+def new_vault(tmp_path: Path) -> Path:
+    root = tmp_path / "vault"
+    result = cli("init", "--no-default", str(root))
+    assert result.returncode == 0, result.stderr
+    return root
+
+
+def control_socket(root: Path) -> Path:
+    return root / ".wikiwright" / "control.sock"
+
+
+def stop(proc: subprocess.Popen[str]) -> int:
+    proc.send_signal(signal.SIGTERM)
+    return proc.wait(timeout=30)
+
+
+def imported(stderr: str) -> set[str]:
+    """Top-level modules a `python -X importtime` run imported."""
+    names = set()
+    for line in stderr.splitlines():
+        if line.startswith("import time:") and "|" in line:
+            names.add(line.rsplit("|", 1)[-1].strip().split(".")[0])
+    return names
+
+
+def test_ready_before_the_model_loads_then_a_one_shot_ingest_goes_through_the_daemon(
+    tmp_path: Path, daemons: list[subprocess.Popen[str]]
+) -> None:
+    root = new_vault(tmp_path)
+    # A socket file nobody listens on (a daemon killed with SIGKILL leaves one): removed at start.
+    stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stale.bind(str(control_socket(root)))
+    stale.close()
+    hold = tmp_path / "release-the-model-load"
+    notify = NotifySocket(tmp_path / "notify.sock")
+    with ScriptedServer([ANSWER, ANSWER]) as server:
+        env = {**os.environ, **server.env()}
+        proc = start_daemon(root, {**env, "NOTIFY_SOCKET": str(notify.path),
+                                   "WIKIWRIGHT_TEST_HOLD_MODEL_LOAD": str(hold)})
+        daemons.append(proc)
+        try:
+            wait_for(lambda: "READY=1" in notify.lines(), timeout=30, what="READY=1")
+        finally:
+            notify.close()
+        assert stat.S_IMODE(control_socket(root).stat().st_mode) == 0o600
+        # The model client is held back: the watcher still queues a dropped file at once.
+        (root / "raw" / "dropped.md").write_text(SOURCE)
+
+        def pending_in_status() -> bool:
+            result = cli("status", "--json", "--vault", str(root), env=env)
+            assert result.returncode == 0, result.stderr
+            return any(row["path"] == "raw/dropped.md" for row in json.loads(result.stdout)["pending"])
+
+        wait_for(pending_in_status, timeout=20, what="the dropped file queued while the model loads")
+        assert "model client loaded" not in daemon_log(proc)
+        assert ingest_commits(root) == []
+        hold.touch()
+        wait_for(lambda: len(ingest_commits(root)) == 1, timeout=60, what="the queued file ingested")
+        assert "model client loaded" in daemon_log(proc)
+
+        # A one-shot ingest hands the file to the daemon: this process never imports litellm.
+        outside = tmp_path / "handed.md"
+        outside.write_text(SOURCE.replace("200 ms", "150 ms"))
+        result = subprocess.run([sys.executable, "-X", "importtime", "-m", "wikiwright", "ingest",
+                                 "--vault", str(root), str(outside)],
+                                env=env, capture_output=True, text=True, timeout=120)
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert "litellm" not in imported(result.stderr)
+        assert "[1/1] raw/handed.md: ingested" in result.stdout
+        assert f"[daemon pid {proc.pid}]" in result.stdout  # streamed back by the daemon that did it
+        assert "queued" not in result.stdout
+        assert len(ingest_commits(root)) == 2
+        assert "raw/handed.md: ingested" in daemon_log(proc)
+        assert server.remaining == 0
+        # A client whose environment configures wikiwright differently is declined: it runs alone.
+        other = cli("status", "--json", "--vault", str(root), env={**env, "WIKIWRIGHT_LLM_DAILY_CAP_USD": "7"})
+        assert other.returncode == 0 and json.loads(other.stdout)["daemon"]["running"] is True
+        if os.getuid() == 0:
+            # Another user cannot even connect (mode 0600).
+            probe = subprocess.run(
+                [sys.executable, "-c", "import os, socket, sys; os.setgid(65534); os.setuid(65534); "
+                 "s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); s.connect(sys.argv[1])",
+                 str(control_socket(root))], capture_output=True, text=True, timeout=30)
+            assert probe.returncode != 0 and "PermissionError" in probe.stderr
+        # Without a running daemon the socket is gone; status says so, in this process.
+        assert stop(proc) == 0, daemon_log(proc)
+    assert not control_socket(root).exists()
+    after = cli("status", "--vault", str(root))
+    assert "Daemon:  not running" in after.stdout
+
+
+def test_a_stale_socket_file_falls_back_to_running_in_process(tmp_path: Path) -> None:
+    root = new_vault(tmp_path)
+    # A socket file with nobody listening: what a daemon killed with SIGKILL leaves behind.
+    stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stale.bind(str(control_socket(root)))
+    stale.close()
+    assert control_socket(root).is_socket()
+    source = tmp_path / "note.md"
+    source.write_text(SOURCE)
+    result = cli("ingest", "--vault", str(root), str(source))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "[1/1] raw/note.md: ingested" in result.stdout and "daemon pid" not in result.stdout
+    assert "queued" not in result.stdout
+    assert len(ingest_commits(root)) == 1
+    status = cli("status", "--vault", str(root))
+    assert status.returncode == 0 and "Daemon:  not running" in status.stdout
+
+
+NO_MODEL_COMMANDS = [["status"], ["status", "--json"], ["search", "billing"], ["lint"], ["history"],
+                     ["log", "Deploys go through the staging gate"]]
+
+
+def test_commands_that_need_no_model_never_import_litellm(tmp_path: Path) -> None:
+    root = new_vault(tmp_path)
+    script = (
+        "import json, sys\n"
+        "from wikiwright.cli.main import main\n"
+        "codes = [main([*args, '--vault', sys.argv[1]]) for args in json.loads(sys.argv[2])]\n"
+        "print(json.dumps({'codes': codes, 'litellm': sorted(m for m in sys.modules if 'litellm' in m)[:5],\n"
+        "                  'wikiwright': 'wikiwright.cli.main' in sys.modules}), file=sys.stderr)\n"
+    )
+    with ScriptedServer([]) as server:
+        env = {**os.environ, **server.env()}  # a model is configured; these commands must not load it
+        result = subprocess.run([sys.executable, "-c", script, str(root), json.dumps(NO_MODEL_COMMANDS)],
+                                env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    report = json.loads(result.stderr.strip().splitlines()[-1])
+    assert report["wikiwright"] and all(code in (0, 1) for code in report["codes"]), report
+    assert report["litellm"] == []
