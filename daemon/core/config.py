@@ -70,6 +70,11 @@ class LLMConfig:
     daily_cap_tokens: int = 0
     monthly_cap_tokens: int = 0
     max_section_shrink: float = 0.5
+    # Cost bound per source (estimated before the first call); 0: no bound. Over it, the source
+    # waits for a tick in REVIEW.md ("review") or is ingested by its outline and the sections
+    # matching the wiki ("outline").
+    max_tokens_per_source: int = 150_000
+    over_cost: str = "review"
     # Secrets (keys, tokens, passwords, private keys) are replaced before any text is sent.
     redact_secrets: bool = True
 
@@ -235,6 +240,8 @@ def _validate(config: Config) -> None:
         (config.llm.max_pages_per_ingest >= 1, "llm.max_pages_per_ingest must be >= 1"),
         (config.llm.prompt_budget_chars >= 1000, "llm.prompt_budget_chars must be >= 1000"),
         (0 < config.llm.max_section_shrink <= 1, "llm.max_section_shrink must be in (0, 1]"),
+        (config.llm.max_tokens_per_source >= 0, "llm.max_tokens_per_source must be >= 0 (0: no bound)"),
+        (config.llm.over_cost in ("review", "outline"), 'llm.over_cost must be "review" or "outline"'),
         (config.consolidation.min_sessions >= 0, "consolidation.min_sessions must be >= 0"),
         (config.consolidation.stale_lock_minutes > 0, "consolidation.stale_lock_minutes must be > 0"),
     ]

@@ -43,6 +43,16 @@ class SourceRejected(WikiwrightError):
         self.code = code
 
 
+class SourceAwaitsApproval(WikiwrightError):
+    """A source's estimated cost is over ``llm.max_tokens_per_source``: it waits, pending, for a
+    person to tick it in REVIEW.md (nothing is spent before)."""
+
+    def __init__(self, message: str, *, tokens: int, calls: int) -> None:
+        super().__init__(message)
+        self.tokens = tokens
+        self.calls = calls
+
+
 class SourceNotReady(WikiwrightError):
     """A source changed while it was read (still being written); try again later."""
 

@@ -18,6 +18,7 @@ class OpKind(StrEnum):
     LINT_FIX = "lint-fix"  # a ticked lint proposal applied
     REVIEW_APPROVAL = "review-approval"  # a ticked proposal other than a lint fix applied
     REVIEW_REJECTION = "review-rejection"  # a proposal marked [-] or deleted
+    REVIEW_REQUEST = "review-request"  # a proposal added to REVIEW.md by an ingest (a costly source waits)
     CONSOLIDATE = "consolidate"
     REVERT = "revert"
     RETRACT = "retract"

@@ -1,10 +1,11 @@
 """The model engine: route → prompt → validated JSON operations → checked page changes.
 
-Routing is code: pages whose title or alias the source mentions, then full-text search (FTS5),
-and only those pages' text — capped by ``llm.prompt_budget_chars`` — goes to the model, with a
-short list of other page names for linking. Prompt size therefore stays flat as the wiki
-grows. A source longer than its share of the budget is split into parts ingested in order,
-each part seeing the pages as the earlier parts left them.
+Routing and what the model sees of each routed page are code (:mod:`context`): pages holding
+claims the source speaks about, pages it names, full-text hits and the overview, each shown as
+its outline, current claims and the paragraphs matching the source, within the ceiling
+``llm.prompt_budget_chars``, plus a short list of other page names for linking. Prompt size
+therefore stays flat as the wiki grows. A source longer than its share of the budget is split
+into parts ingested in order, each part seeing the pages as the earlier parts left them.
 
 The reply's operations are checked and applied by :mod:`operations`; whatever fails a check
 is held for REVIEW.md (:func:`held_proposals`, written at commit time). A reply that
@@ -17,61 +18,46 @@ import json
 import logging
 import re
 import time
-from collections import Counter
 from datetime import date
 from pathlib import Path
 from string import Template
 from typing import Any
 
 from ..core.config import Config
-from ..core.errors import LLMAuthError, LLMReplyError, LLMTransientError, SourceRejected
+from ..core.errors import LLMAuthError, LLMReplyError, LLMTransientError, SourceAwaitsApproval, SourceRejected
 from ..core.fsutil import atomic_write_text
 from ..core.resources import read_shipped_text
 from ..core.vault import Vault
+from ..ingest.context import Routing, page_context, route
+from ..ingest.cost import (
+    CHARS_PER_TOKEN,
+    CostEstimate,
+    estimate,
+    expected_reply_tokens,
+    is_approved,
+    outline_plan,
+    waiting_reason,
+)
 from ..ingest.llm import LLMClient
-from ..ingest.offline import _STOPWORDS, SourceDigest, find_dates, render_source_page
+from ..ingest.offline import SourceDigest, find_dates, render_source_page
 from ..ingest.operations import REPLY_SCHEMA, Held, Workspace, summarize_op
 from ..ingest.plan import IngestPlan, source_page_name
 from ..intake.extract import SourceText
 from ..intake.ledger import FileRecord, Ledger
 from ..wiki.catalog import Catalog
-from ..wiki.pages import SPECIAL_PAGES, parse_page, render_page
+from ..wiki.pages import SPECIAL_PAGES, Page, parse_page, render_page
 from ..wiki.reviewfile import HELD_BACK, Proposal, proposal
 from ..wiki.writer import PageChange
 
 log = logging.getLogger(__name__)
 
-MAX_CANDIDATES = 8  # pages whose text is sent
-MAX_OTHER_NAMES = 30  # page names listed for linking
-SEARCH_TERMS = 12
 SCHEMA_MD_LIMIT = 6000
-_WORD_RE = re.compile(r"[^\W\d_][\w'-]{2,}", re.UNICODE)
+# Room for page views even when the source part fills the budget: claims the source speaks
+# about are worth sending over a slightly larger prompt.
+MIN_PAGES_CHARS = 1500
 
 
 # -- routing ----------------------------------------------------------------------------------
-
-def search_terms(text: str, limit: int = SEARCH_TERMS) -> list[str]:
-    """The source's most frequent content words (first occurrence breaks ties)."""
-    words = [w.casefold().strip("'-") for w in _WORD_RE.findall(text)]
-    counts = Counter(w for w in words if len(w) > 3 and w not in _STOPWORDS)
-    first = {w: i for i, w in reversed(list(enumerate(words)))}
-    return sorted(counts, key=lambda w: (-counts[w], first[w]))[:limit]
-
-
-def route(catalog: Catalog, text: str, exclude: set[str]) -> tuple[list[str], list[str]]:
-    """(candidate pages, other names): title/alias mentions first, then full-text hits."""
-    ordered: list[str] = []
-    for name in catalog.mentioned_pages(text, exclude=exclude):
-        if name not in ordered and not name.startswith("sources/"):
-            ordered.append(name)
-    terms = search_terms(text)
-    if terms:
-        for hit in catalog.search(" ".join(terms), limit=MAX_CANDIDATES + MAX_OTHER_NAMES):
-            if hit.name not in exclude and hit.name not in ordered and not hit.name.startswith("sources/"):
-                ordered.append(hit.name)
-    ordered = [n for n in ordered if n not in ("index", "log")]
-    return ordered[:MAX_CANDIDATES], ordered[MAX_CANDIDATES : MAX_CANDIDATES + MAX_OTHER_NAMES]
-
 
 def split_source(text: str, budget: int) -> list[str]:
     """Parts of at most ``budget`` characters, cut at paragraph (else line, else char) bounds."""
@@ -136,6 +122,7 @@ class ModelPlanner:
         self._pause_reason = ""
         self._auth_error = ""
         self.calls = 0  # model calls made (benchmarks read it)
+        self.last_estimate: CostEstimate | None = None  # the last source's estimate (eval reads it)
         self.last_prompt_chars: list[int] = []
         if check:
             # A bad model string or a missing key is a clear error at start, not at the first source.
@@ -159,13 +146,14 @@ class ModelPlanner:
             find_claim_pages=lambda key: self.catalog.phrase_pages(key),
         )
         exclude = {page, *SPECIAL_PAGES} - {"overview"}
-        candidates, others = route(self.catalog, text, exclude)
+        routing = route(self.catalog, text, exclude)
+        parts, routing = self._bound_cost(record, page, text, parts, routing, exclude, workspace, today)
         replies: list[dict[str, Any]] = []
         usage_in = usage_out = 0
         cost = 0.0
         self.last_prompt_chars = []
         for index, part in enumerate(parts):
-            system, user = self._prompt(record, page, part, index, len(parts), candidates, others, workspace, today)
+            system, user = self._prompt(record, page, part, index, len(parts), routing, workspace, today)
             self.last_prompt_chars.append(len(system) + len(user))
             reply = self._call(system, user)
             usage_in += reply[1].tokens_in
@@ -206,35 +194,64 @@ class ModelPlanner:
 
     # -- steps -----------------------------------------------------------------------------
 
+    def _estimate(self, record: FileRecord, page: str, parts: list[str], routing: Routing,
+                  workspace: Workspace, today: date) -> CostEstimate:
+        """Tokens and calls before the first call: the first prompt is built for real (code only);
+        the other parts' prompts differ from it by their text."""
+        system, user = self._prompt(record, page, parts[0], 0, len(parts), routing, workspace, today)
+        overhead = len(system) + len(user) - len(parts[0].strip())
+        return estimate([overhead + len(part.strip()) for part in parts],
+                        expected_reply_tokens(self.config.llm.reply_budget_tokens))
+
+    def _bound_cost(self, record: FileRecord, page: str, text: str, parts: list[str], routing: Routing,
+                    exclude: set[str], workspace: Workspace, today: date) -> tuple[list[str], Routing]:
+        """Parts and routing within ``llm.max_tokens_per_source``, or SourceAwaitsApproval."""
+        llm = self.config.llm
+        est = self._estimate(record, page, parts, routing, workspace, today)
+        self.last_estimate = est
+        bound = llm.max_tokens_per_source
+        if not bound or est.tokens <= bound or is_approved(self.ledger, record.sha256):
+            return parts, routing
+        if llm.over_cost != "outline":
+            raise SourceAwaitsApproval(waiting_reason(est, bound), tokens=est.tokens, calls=est.calls)
+        # The cheaper plan: the outline and the sections that concern the wiki, within the bound.
+        per_call = est.tokens_in // max(1, est.calls) - len(parts[0]) // CHARS_PER_TOKEN
+        reply = expected_reply_tokens(llm.reply_budget_tokens)
+        room_chars = max(2000, (bound - 2 * (per_call + reply)) * CHARS_PER_TOKEN // 2)
+        reduced = outline_plan(text, self.catalog, room_chars)
+        parts = split_source(reduced, max(500, llm.prompt_budget_chars // 2))
+        routing = route(self.catalog, reduced, exclude)
+        cheaper = self._estimate(record, page, parts, routing, workspace, today)
+        while len(parts) > 1 and cheaper.tokens > bound:
+            parts = parts[:-1]
+            cheaper = self._estimate(record, page, parts, routing, workspace, today)
+        log.info("%s: estimated %d tokens in %d calls, over llm.max_tokens_per_source (%d); ingesting its "
+                 "outline and matching sections instead (about %d tokens in %d calls)",
+                 record.path, est.tokens, est.calls, bound, cheaper.tokens, cheaper.calls)
+        self.last_estimate = cheaper
+        return parts, routing
+
     def _prompt(self, record: FileRecord, page: str, part: str, index: int, total: int,
-                candidates: list[str], others: list[str], workspace: Workspace, today: date) -> tuple[str, str]:
-        budget = self.config.llm.prompt_budget_chars
-        remaining = max(0, budget - len(part))
-        per_page = max(800, budget // 4)
-        shown: list[str] = []
-        blocks: list[str] = []
-        for name in candidates:
-            if remaining < 400:
-                break
-            state = workspace.read(name)
-            if state is None:
-                continue
-            text = state.render()
-            cap = min(per_page, remaining)
-            if len(text) > cap:
-                text = text[:cap].rsplit("\n", 1)[0] + f"\n[… {len(text) - cap} more characters not shown]\n"
-            blocks.append(f"=== page: {name} ===\n{text.rstrip()}\n=== end of {name} ===")
-            remaining -= len(text)
-            shown.append(name)
-        names = [n for n in [*candidates, *others] if n not in shown][:MAX_OTHER_NAMES]
+                routing: Routing, workspace: Workspace, today: date) -> tuple[str, str]:
+        """The prompt for one part: the pages block is cut to what is left of the ceiling
+        (``llm.prompt_budget_chars``) after the fixed text and the source part."""
         schema_md = self._schema_md()
         system = self.system_template.safe_substitute(schema_md=schema_md)
         part_note = f"This is part {index + 1} of {total} of the source (ingest parts in order).\n" if total > 1 else ""
+        fields = {
+            "today": today.isoformat(), "source_path": record.path, "source_page": page.rsplit("/", 1)[-1],
+            "part_note": part_note, "source_text": part.strip(),
+        }
+        fixed = len(system) + len(self.user_template.safe_substitute(**fields, pages="", other_names=""))
+        available = max(MIN_PAGES_CHARS, self.config.llm.prompt_budget_chars - fixed)
+
+        def read(name: str) -> Page | None:
+            state = workspace.read(name)
+            return state.page if state is not None else None
+
+        block, _, names = page_context(routing, read, part, available)
         user = self.user_template.safe_substitute(
-            today=today.isoformat(), source_path=record.path, source_page=page.rsplit("/", 1)[-1],
-            part_note=part_note, source_text=part.strip(),
-            pages="\n\n".join(blocks) if blocks else "(none found)",
-            other_names=", ".join(names) if names else "(none)",
+            **fields, pages=block or "(none found)", other_names=", ".join(names) if names else "(none)",
         )
         return system, user
 

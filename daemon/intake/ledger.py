@@ -225,6 +225,15 @@ class Ledger:
                 (message, time.time() + delay, time.time(), record.path, record.sha256),
             )
 
+    def wake(self, path: str, sha256: str, message: str) -> bool:
+        """A pending job waiting for something (a person's approval) is due now; True if it was waiting."""
+        with self._tx() as db:
+            cur = db.execute(
+                "UPDATE files SET reason=?, not_before=0, updated_at=? WHERE path=? AND sha256=? AND state='pending'",
+                (message, time.time(), path, sha256),
+            )
+            return cur.rowcount > 0
+
     def _finish(self, db: sqlite3.Connection, record: FileRecord, state: str, **values: str) -> None:
         sets = ", ".join(f"{key}=?" for key in values)
         db.execute(

@@ -340,6 +340,8 @@ class ReviewQueue:
             return self._resolve_conflict(fix, chosen)
         if action == "apply-op":
             return self._apply_held_op(fix)
+        if action == "ingest-source":
+            return self._approve_source_cost(fix)
         if action in ("dispute-claim", "supersede-claim"):
             return self._restatus_claim(fix, "disputed" if action == "dispute-claim" else "superseded")
         if action == "create-stub":
@@ -354,6 +356,13 @@ class ReviewQueue:
             return self._write([PageChange(str(fix["page"]), str(fix["text"]), fix.get("base"),
                                            "approved in REVIEW.md")])
         raise FixNotApplicable(f"unknown fix {action!r}")
+
+    def _approve_source_cost(self, fix: Mapping[str, Any]) -> list[str]:
+        """A costly source ticked: the waiting job is due now and goes through at full size."""
+        from ..ingest.cost import approve
+
+        approve(self.ledger, str(fix["path"]), str(fix["sha256"]))
+        return []
 
     def _page_text(self, name: str) -> str:
         try:

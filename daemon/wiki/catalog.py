@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from ..core.sqlitedb import open_db
 from ..core.vault import Vault
-from ..wiki.pages import FrontMatterError, link_key, parse_page
+from ..wiki.pages import FrontMatterError, link_key, parse_claims, parse_page
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +36,28 @@ CREATE TABLE IF NOT EXISTS pages (
 CREATE VIRTUAL TABLE IF NOT EXISTS pages_fts USING fts5(
     name UNINDEXED, title, aliases, body, tokenize = 'unicode61 remove_diacritics 2'
 );
+-- The claim index: every current (or disputed) claim of every page, and the words of its key
+-- and value, so an ingest finds the pages stating what a source states without reading them.
+CREATE TABLE IF NOT EXISTS claims (
+    id INTEGER PRIMARY KEY,
+    page TEXT NOT NULL,
+    key TEXT NOT NULL,
+    value TEXT NOT NULL,
+    key_terms INTEGER NOT NULL,     -- distinct words of the key
+    value_terms INTEGER NOT NULL    -- distinct words of the value
+);
+CREATE INDEX IF NOT EXISTS claims_page ON claims(page);
+CREATE INDEX IF NOT EXISTS claims_key ON claims(key);
+CREATE TABLE IF NOT EXISTS claim_terms (
+    term TEXT NOT NULL,
+    claim INTEGER NOT NULL,
+    field TEXT NOT NULL             -- k (a word of the key) | v (a word of the value)
+);
+CREATE INDEX IF NOT EXISTS claim_terms_term ON claim_terms(term);
+CREATE INDEX IF NOT EXISTS claim_terms_claim ON claim_terms(claim);
 """
+# Bumped when a table above is added: an older catalogue is rebuilt once (it is a cache).
+CATALOG_VERSION = 1
 _WORD_RE = re.compile(r"\w+", re.UNICODE)
 # Titles shorter than this are too common to link automatically.
 MIN_LINK_TITLE = 3
@@ -58,6 +79,21 @@ class PageEntry:
 
 
 @dataclass(frozen=True)
+class ClaimHit:
+    """A claim whose key (and maybe value) a text states: the page holding it must be routed."""
+
+    page: str
+    key: str
+    value: str
+    key_share: float  # share of the key's words found in the text
+    value_hits: int  # words of the value found in the text (the old number of a correction)
+
+    @property
+    def score(self) -> float:
+        return 2 * self.key_share + min(self.value_hits, 4) / 4
+
+
+@dataclass(frozen=True)
 class SearchHit:
     name: str
     title: str
@@ -69,12 +105,36 @@ def _words(text: str) -> list[str]:
     return [w.casefold() for w in _WORD_RE.findall(text)]
 
 
+# Words too common to say what a claim is about.
+_CLAIM_STOPWORDS = frozenset({"a", "an", "and", "as", "at", "by", "for", "from", "in", "is", "it", "of", "on", "or",
+                              "per", "the", "to", "with"})
+
+
+def claim_terms(text: str) -> set[str]:
+    """The words a claim key or value is matched by: case-folded, a plural ``s`` dropped
+    (``logs`` finds ``log-retention``), very common words left out."""
+    found = set()
+    for word in _WORD_RE.findall(text.replace("_", " ")):
+        word = word.casefold()
+        if word in _CLAIM_STOPWORDS:
+            continue
+        if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+            word = word[:-1]
+        found.add(word)
+    return found
+
+
 class Catalog:
     def __init__(self, vault: Vault) -> None:
         self.vault = vault
         # A cache (rebuilt by `reindex`): no need to survive a power cut.
         self._db = open_db(vault.state / "catalog.db", _SCHEMA, synchronous="NORMAL", autocommit=False)
         self._lock = threading.RLock()
+        if int(self._db.execute("PRAGMA user_version").fetchone()[0]) < CATALOG_VERSION:
+            with self._db:  # built before the claim index: index every page again on the next refresh
+                for table in ("pages", "pages_fts", "claims", "claim_terms"):
+                    self._db.execute(f"DELETE FROM {table}")
+                self._db.execute(f"PRAGMA user_version={CATALOG_VERSION}")
         self._phrases: dict[tuple[str, ...], set[str]] | None = None
         self._phrases_of: dict[str, list[tuple[str, ...]]] = {}
 
@@ -146,6 +206,7 @@ class Catalog:
                         if name in known:
                             self._db.execute("DELETE FROM pages WHERE name=?", (name,))
                             self._db.execute("DELETE FROM pages_fts WHERE name=?", (name,))
+                            self._forget_claims(name)
                             changed.append(name)
                         continue
                     if known.get(name) == stat:
@@ -187,6 +248,31 @@ class Catalog:
             "INSERT INTO pages_fts(name, title, aliases, body) VALUES (?,?,?,?)",
             (name, title, " ".join(aliases), body),
         )
+        if known:
+            self._forget_claims(name)
+        if "Claims" in body or "claims" in body:
+            self._index_claims(name, body)
+
+    def _forget_claims(self, name: str) -> None:
+        self._db.execute("DELETE FROM claim_terms WHERE claim IN (SELECT id FROM claims WHERE page=?)", (name,))
+        self._db.execute("DELETE FROM claims WHERE page=?", (name,))
+
+    def _index_claims(self, name: str, body: str) -> None:
+        claims, _ = parse_claims(body)
+        for claim in claims:
+            if claim.status not in ("current", "disputed"):
+                continue
+            key_words = claim_terms(claim.key)
+            value_words = claim_terms(claim.value)
+            cur = self._db.execute(
+                "INSERT INTO claims(page, key, value, key_terms, value_terms) VALUES (?,?,?,?,?)",
+                (name, claim.key, claim.value, len(key_words), len(value_words)),
+            )
+            ident = cur.lastrowid
+            self._db.executemany(
+                "INSERT INTO claim_terms(term, claim, field) VALUES (?,?,?)",
+                [(w, ident, "k") for w in key_words] + [(w, ident, "v") for w in value_words],
+            )
 
     # -- queries -----------------------------------------------------------------
 
@@ -315,10 +401,57 @@ class Catalog:
             ).fetchall()
         return [str(r[0]) for r in rows]
 
+    def claim_pages(self, text: str, limit: int = 12) -> list[ClaimHit]:
+        """Claims ``text`` speaks about, best first: every word of the key occurs in it (one may
+        be missing from a key of three or more words when a word of the value occurs too).
+
+        One claim per page (its best); cost grows with the text's distinct words and the claims
+        sharing them, not with the number of pages.
+        """
+        terms = sorted(claim_terms(text))
+        if not terms:
+            return []
+        hits: dict[int, list[int]] = {}
+        with self._lock:
+            for start in range(0, len(terms), 500):
+                chunk = terms[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                for claim, field, count in self._db.execute(
+                    f"SELECT claim, field, count(*) FROM claim_terms WHERE term IN ({marks}) GROUP BY claim, field",
+                    chunk,
+                ):
+                    counts = hits.setdefault(claim, [0, 0])
+                    counts[0 if field == "k" else 1] += count
+            keyed = [ident for ident, (k, _) in hits.items() if k >= 2 or (k >= 1 and hits[ident][1] >= 1)]
+            rows = []
+            for start in range(0, len(keyed), 500):
+                chunk = [str(i) for i in keyed[start : start + 500]]
+                rows += self._db.execute(
+                    f"SELECT id, page, key, value, key_terms FROM claims WHERE id IN ({','.join(chunk)})"
+                ).fetchall()
+        best: dict[str, ClaimHit] = {}
+        for ident, page, key, value, key_terms in rows:
+            found_key, found_value = hits[ident]
+            missing = key_terms - found_key
+            if missing > 1 or (missing == 1 and (key_terms < 3 or found_value == 0)):
+                continue
+            hit = ClaimHit(page, key, value, found_key / max(1, key_terms), found_value)
+            if page not in best or hit.score > best[page].score:
+                best[page] = hit
+        return sorted(best.values(), key=lambda h: (-h.score, h.page))[:limit]
+
+    def claim_key_pages(self, key: str) -> list[str]:
+        """Pages holding a current claim with exactly this key."""
+        with self._lock:
+            rows = self._db.execute("SELECT DISTINCT page FROM claims WHERE key=?", (key,)).fetchall()
+        return [str(r[0]) for r in rows]
+
     def rebuild(self) -> int:
         with self._lock, self._db:
             self._db.execute("DELETE FROM pages")
             self._db.execute("DELETE FROM pages_fts")
+            self._db.execute("DELETE FROM claims")
+            self._db.execute("DELETE FROM claim_terms")
         self.refresh()
         return self.count()
 

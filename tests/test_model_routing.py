@@ -1,0 +1,139 @@
+"""What an ingest prompt shows of the wiki (ingest/context.py), through the scripted server.
+
+The claim index routes the page holding the claim a source corrects, even among many pages
+sharing its vocabulary; prose is cut before claims; the overview is shown from the first
+ingest; and the budget is a ceiling, not a target.
+"""
+
+from __future__ import annotations
+
+import re
+
+from wikiwright.ingest.context import MAX_CANDIDATES
+from wikiwright.wiki.pages import Page, parse_claims, parse_page, render_page
+
+from tests.conftest import Services
+from tests.llm_server import ScriptedServer, prompt_text, user_prompt
+from tests.model_helpers import page, reply, use_model
+
+SIMILAR_PAGES = 1000
+OLD = "100 requests per second per client"
+NEW = "60 requests per second per client"
+CORRECTION = """\
+# Capacity review
+
+Date: 2026-05-02.
+
+After the load test we lowered the payments gateway rate limit from 100 to 60 requests per second per client.
+Requests over the limit still get HTTP 429 from the gateway.
+"""
+CORRECTION_QUOTE = ("After the load test we lowered the payments gateway rate limit from 100 to 60 requests per "
+                    "second per client.")
+
+
+def write_page(services: Services, name: str, title: str, body: str, page_type: str = "entity") -> None:
+    meta = {"type": page_type, "title": title, "summary": "", "sources": ["src-seed"], "updated": "2026-01-10",
+            "tags": [], "aliases": []}
+    (services.vault.wiki / f"{name}.md").write_text(render_page(Page(meta, body)), encoding="utf-8")
+
+
+def similar_page_body(n: int) -> str:
+    prose = (f"The payments gateway shard {n} serves checkout traffic for region {n % 17}. Its rate limit is "
+             f"tuned per client: requests over the limit get HTTP 429, and the gateway load test runs weekly. "
+             f"Capacity reviews of the payments gateway look at requests per second per client.")
+    return (f"# Payments gateway shard {n}\n\n{prose}\n\n## Operations\n\n{prose}\n\n## Claims\n"
+            f"- `payments-gateway-shard-{n}.rate-limit`: {100 + n % 50} requests per second per client "
+            f"(as of 2026-01-10, [[src-seed]])\n")
+
+
+def current_values(services: Services, name: str, key: str) -> list[str]:
+    claims, _ = parse_claims(parse_page(page(services, name)).body)
+    return sorted(c.value for c in claims if c.key == key and c.is_current)
+
+
+def test_a_correction_reaches_the_claim_it_corrects_among_a_thousand_similar_pages(services: Services) -> None:
+    for n in range(SIMILAR_PAGES):
+        write_page(services, f"payments-gateway-shard-{n}", f"Payments gateway shard {n}", similar_page_body(n))
+    edge_prose = "\n\n".join(
+        f"Edge cache rule {i}: static assets are cached for {i + 1} hours at the checkout edge nodes."
+        for i in range(30))
+    write_page(services, "checkout-edge", "Checkout edge",
+               f"# Checkout edge\n\n{edge_prose}\n\n## Claims\n"
+               f"- `payments-gateway.rate-limit`: {OLD} (as of 2026-01-10, [[src-seed]])\n")
+    services.catalog.refresh()
+    # The test means something: full-text search alone ranks the page far below what is routed.
+    hits = [h.name for h in services.catalog.search("payments gateway rate limit requests second client",
+                                                    limit=MAX_CANDIDATES * 4)]
+    assert "checkout-edge" not in hits
+
+    correction = reply({"op": "add_claim", "page": "checkout-edge", "key": "payments-gateway.rate-limit",
+                        "value": NEW, "as_of": "2026-05-02", "quote": CORRECTION_QUOTE, "replaces": True},
+                       title="Capacity review")
+    with ScriptedServer([correction]) as server:
+        use_model(services, server)
+        services.drop("capacity-review.md", CORRECTION)
+        results = services.drain()
+    assert [r.state for r in results] == ["ingested"], results
+    prompt = user_prompt(server.requests[0])
+    assert "=== page: checkout-edge ===" in prompt
+    assert f"`payments-gateway.rate-limit`: {OLD}" in prompt
+    assert "Edge cache rule 17" not in prompt  # its prose does not match the source: not sent
+    assert current_values(services, "checkout-edge", "payments-gateway.rate-limit") == [NEW]
+    assert f"~~`payments-gateway.rate-limit`: {OLD}" in page(services, "checkout-edge")
+
+
+def test_prose_is_cut_before_claims_when_the_pages_do_not_fit(services: Services) -> None:
+    paragraphs = "\n\n".join(
+        f"Paragraph {i}: the billing API rate limit protects the billing gateway; clients that exceed the "
+        f"rate limit get HTTP 429 and retry with backoff, as the billing runbook says." for i in range(60))
+    claims = "\n".join(f"- `billing-api.limit-{i}`: {i} requests per second (as of 2026-01-10, [[src-seed]])"
+                       for i in range(8))
+    write_page(services, "billing-api", "Billing API", f"# Billing API\n\n{paragraphs}\n\n## Claims\n{claims}\n")
+    services.catalog.refresh()
+    source = ("# Note\n\nThe Billing API rate limit was discussed; clients that exceed the rate limit get HTTP 429 "
+              "from the billing gateway.\n")
+    budget = 7000  # the instructions and SCHEMA.md take about 5,000 of it
+    with ScriptedServer([reply(title="Note")]) as server:
+        use_model(services, server, prompt_budget_chars=budget)
+        services.drop("note.md", source)
+        assert [r.state for r in services.drain()] == ["ingested"]
+    text = prompt_text(server.requests[0])
+    assert len(text) <= budget
+    shown = re.findall(r"^Paragraph \d+:", user_prompt(server.requests[0]), re.MULTILINE)
+    assert 0 < len(shown) < 60  # some prose went, the rest was cut
+    for i in range(8):  # every claim is there although the page's prose was cut
+        assert f"`billing-api.limit-{i}`: {i} requests per second" in text
+    assert "more characters of this section not shown" in text
+
+
+def test_the_first_ingest_into_a_fresh_vault_shows_the_overview(services: Services) -> None:
+    with ScriptedServer([reply(title="First")]) as server:
+        use_model(services, server)
+        services.drop("first.md", "# First note\n\nWe started a wiki about the billing platform.\n")
+        assert [r.state for r in services.drain()] == ["ingested"]
+    prompt = user_prompt(server.requests[0])
+    assert "=== page: overview ===" in prompt
+    assert "Edit freely" in prompt  # the overview's own text, which the model is told to update
+
+
+def test_the_budget_is_a_ceiling_not_a_target(services: Services) -> None:
+    # Three large pages about known topics; an ordinary note about one of them.
+    for topic in ("billing", "search", "storage"):
+        body = "\n\n".join(f"{topic.capitalize()} design note {i}: the {topic} service keeps its state in "
+                           f"partition {i} and replicates it to zone {i % 3}." for i in range(80))
+        write_page(services, f"{topic}-service", f"{topic.capitalize()} service",
+                   f"# {topic.capitalize()} service\n\n{body}\n\n## Claims\n"
+                   f"- `{topic}-service.owner`: team {topic} (as of 2026-01-10, [[src-seed]])\n")
+    services.catalog.refresh()
+    note = "# Standup\n\nThe Billing service moved partition 7 to zone 2 today.\n"
+    budget = 24000
+    with ScriptedServer([reply(title="Standup")]) as server:
+        use_model(services, server, prompt_budget_chars=budget)
+        services.drop("standup.md", note)
+        assert [r.state for r in services.drain()] == ["ingested"]
+    text = prompt_text(server.requests[0])
+    prompt = user_prompt(server.requests[0])
+    assert "=== page: billing-service ===" in prompt and "`billing-service.owner`: team billing" in prompt
+    assert "Billing design note 7:" in prompt  # the paragraph the note is about
+    assert "Billing design note 40:" not in prompt  # and not the rest of the page
+    assert len(text) < budget * 0.4, len(text)
