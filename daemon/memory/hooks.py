@@ -225,7 +225,11 @@ def run_claude_code_hook(payload: dict[str, Any], vault: Vault, now: datetime | 
         label, lines = claude_code_block(payload, digest)
         result = None
         if digest.user_messages or digest.final_text:
-            result = append_session(vault.logs, lines, label=label, when=now)
+            # One Claude Code session counts once toward the consolidation gate: what a later
+            # PreCompact or SessionEnd of the same session adds is written as a note.
+            counted = not state.get("counted")
+            result = append_session(vault.logs, lines, label=label, when=now, counted=counted)
+            state["counted"] = True
         state.update(transcript=str(path), offset=digest.end_offset, updated=time.time())
     _prune_state(vault, time.time())
     return result
