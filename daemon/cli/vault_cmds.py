@@ -114,6 +114,15 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"Logs:    {', '.join(consolidation['logs'][-3:])} {consolidation['line']}")
     if data["git_problem"]:
         print(f"PAUSED:  commits wait: {data['git_problem']}")
+    sync = data.get("sync") or {}
+    if sync.get("enabled"):
+        line = (f"Sync:    {sync['remote']}/{sync['branch']}: {sync['ahead']} ahead, {sync['behind']} behind, "
+                f"last sync {_ago(sync.get('last_sync'))}")
+        if sync.get("not_pushed"):
+            line += f"; {sync['not_pushed']} commits not pushed"
+        print(line)
+        if sync.get("waiting"):
+            print(f"         waits: {sync['waiting']}")
     for notice in data["notices"]:
         print(f"Notice:  {notice['message']} (since {_ago(notice['since'])})")
     if data["pending"]:

@@ -52,6 +52,11 @@ class GitConfig:
     author_name: str = "wikiwright"
     author_email: str = "wikiwright@localhost"
     lock_retry_seconds: float = 60.0
+    # Sync with a git remote (issue 14): off while ``remote`` is empty.
+    remote: str = ""
+    branch: str = ""
+    push: bool = True
+    sync_interval_seconds: float = 60.0
 
 
 @dataclass(frozen=True)
@@ -244,6 +249,7 @@ def _validate(config: Config) -> None:
         (config.llm.over_cost in ("review", "outline"), 'llm.over_cost must be "review" or "outline"'),
         (config.consolidation.min_sessions >= 0, "consolidation.min_sessions must be >= 0"),
         (config.consolidation.stale_lock_minutes > 0, "consolidation.stale_lock_minutes must be > 0"),
+        (config.git.sync_interval_seconds > 0, "git.sync_interval_seconds must be > 0"),
     ]
     for ok, message in checks:
         if not ok:

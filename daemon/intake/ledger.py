@@ -254,6 +254,34 @@ class Ledger:
             self._finish(db, record, "ingested", reason="", commit_sha=commit_sha, page=page)
         crash_point("after-ledger-update")
 
+    def record_shared_source(self, sha256: str, path: str, page: str, title: str, commit_sha: str,
+                             engine: str, *, replace: bool = False) -> bool:
+        """An ingest found in the shared history (another machine's, or history being re-read).
+
+        Recorded as ingested, so the same bytes arriving here are a duplicate, never a second
+        ingest; the raw path is bound to its page. ``replace`` makes this the one ingest of
+        ``sha256`` (another machine's ingest of the same bytes won). True if the row is new.
+        """
+        with self._tx() as db:
+            verb = "INSERT OR REPLACE" if replace else "INSERT OR IGNORE"
+            cur = db.execute(
+                f"{verb} INTO sources(sha256, path, page, title, commit_sha, engine, ingested_at)"
+                " VALUES (?,?,?,?,?,?,?)",
+                (sha256, path, page, title, commit_sha, engine, time.time()),
+            )
+            if page:
+                db.execute("INSERT OR IGNORE INTO page_bindings(page, path) VALUES (?,?)", (page, path))
+            return cur.rowcount > 0
+
+    def mark_duplicate(self, path: str, reason: str, commit_sha: str, page: str) -> None:
+        """A file this machine ingested whose bytes another machine's ingest published first."""
+        with self._tx() as db:
+            db.execute(
+                "UPDATE files SET state='duplicate', reason=?, commit_sha=?, page=?, recovering=0, updated_at=?"
+                " WHERE path=?",
+                (reason, commit_sha, page, time.time(), path),
+            )
+
     def finish_duplicate(self, record: FileRecord, original: SourceRecord) -> None:
         with self._tx() as db:
             self._finish(

@@ -21,4 +21,9 @@ def periodic_jobs(config: Config, vault: Vault) -> list[PeriodicJob]:
 
     jobs.append(PeriodicJob("consolidation", config.consolidation.check_interval_minutes * 60,
                             lambda: scheduled_tick(config, vault)))
+    if config.git.remote.strip():
+        from ..door.sync import SyncJob
+
+        sync = SyncJob(config, vault)
+        jobs.append(PeriodicJob("sync", config.git.sync_interval_seconds, sync.tick))
     return jobs

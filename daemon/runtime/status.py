@@ -46,6 +46,9 @@ def gather(config: Config, vault: Vault, *, recent: int = 5) -> dict[str, Any]:
             notices.append(disk_notice)
             pending += waiting
             counts["pending"] = counts.get("pending", 0) + len(waiting)
+        from ..door.sync import sync_summary
+
+        sync = sync_summary(config, ledger, GitRepo(vault.root))
     finally:
         ledger.close()
     holder = VaultLock(vault).holder()
@@ -87,6 +90,7 @@ def gather(config: Config, vault: Vault, *, recent: int = 5) -> dict[str, Any]:
         "notices": notices,
         "consolidation": consolidation,
         "git_problem": repo.problem(),
+        "sync": sync,
         "recent_commits": commits,
     }
 

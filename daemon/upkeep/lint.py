@@ -61,6 +61,7 @@ KIND_HEADINGS: dict[str, str] = {
     "page-too-large": "Oversized pages",
     "duplicate-name": "Duplicate titles and aliases",
     "retracted-citation": "Prose citing retracted sources",
+    "conflict-marker": "Git conflict markers",
 }
 LINT_KINDS = tuple(KIND_HEADINGS)
 # A name linked from at least this many pages (and with no page) is a missing page, not a
@@ -598,6 +599,25 @@ def _retracted_citations(pages: dict[str, _Page], resolver: _Resolver) -> list[F
     return findings
 
 
+def _conflict_markers(pages: dict[str, _Page]) -> list[Finding]:
+    """A git conflict marker left in a page (a merge by hand, or a tool that wrote one): the
+    page holds two versions of some lines. Sync never writes one; this finds any that did."""
+    findings: list[Finding] = []
+    for page in pages.values():
+        if "<<<<<<<" not in page.text and ">>>>>>>" not in page.text:
+            continue
+        for lineno, line in enumerate(page.text.splitlines(), start=1):
+            if line.startswith(("<<<<<<< ", ">>>>>>> ")) or line in ("<<<<<<<", ">>>>>>>"):
+                findings.append(Finding(
+                    "conflict-marker", page.name, lineno,
+                    f"{_ref(page.name)} line {lineno} holds a git conflict marker: two versions of some "
+                    f"lines are side by side; keep the right text, delete the marker lines",
+                    {"page": page.name}, (page.name,),
+                ))
+                break
+    return findings
+
+
 # -- the run ----------------------------------------------------------------------------------
 
 def run_lint(
@@ -642,6 +662,7 @@ def _run(vault: Vault, config: LintConfig, catalog: Catalog | None, suppressed_i
     findings += _page_checks(pages, config)
     findings += _duplicate_names(pages)
     findings += _retracted_citations(pages, resolver)
+    findings += _conflict_markers(pages)
     order = {kind: n for n, kind in enumerate(LINT_KINDS)}
     unique: dict[str, Finding] = {}
     for finding in sorted(findings, key=lambda f: (order.get(f.kind, 99), f.page, f.line, f.message)):

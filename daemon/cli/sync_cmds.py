@@ -1,0 +1,53 @@
+"""The command line: sync — one round of fetch, integrate and push by hand."""
+
+from __future__ import annotations
+
+import argparse
+
+from .common import AddParser, command, emit_json, open_vault
+
+
+def add_parsers(add: AddParser) -> None:
+    p = add("sync", "one sync round with the git remote (git.remote): fetch, merge the other machines' "
+            "work, push; exit 1 when it has to wait (offline, a merge in progress)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--rebuild-ledger", action="store_true",
+                   help="first record every ingest in the shared history in this vault's ledger")
+
+
+@command("sync")
+def cmd_sync(args: argparse.Namespace) -> int:
+    from ..door.sync import Syncer, rebuild_ledger_sources, sync_summary
+    from ..intake.ledger import Ledger
+    from ..vcs.repo import GitRepo
+    from ..wiki.catalog import Catalog
+
+    config, vault = open_vault(args)
+    ledger = Ledger(vault.db_path)
+    catalog = Catalog(vault)
+    try:
+        repo = GitRepo(vault.root, config.git.author_name, config.git.author_email, config.git.lock_retry_seconds)
+        imported = rebuild_ledger_sources(repo, ledger) if args.rebuild_ledger else 0
+        syncer = Syncer(config, vault, ledger, catalog, repo)
+        if not syncer.enabled:
+            print("wikiwright: sync is off: set git.remote (e.g. WIKIWRIGHT_GIT_REMOTE=origin or [git] remote "
+                  "in .wikiwright/config.toml)")
+            return 2
+        report = syncer.round()
+        summary = sync_summary(config, ledger, repo)
+    finally:
+        ledger.close()
+        catalog.close()
+    if args.json:
+        emit_json({"state": report.state, "detail": report.detail, "merged": report.merged,
+                   "conflicts": report.conflicts, "duplicates": report.duplicates,
+                   "imported": report.imported + imported, "status": summary})
+    else:
+        print(f"sync: {report.state}" + (f" — {report.detail}" if report.detail else ""))
+        for path in report.conflicts:
+            print(f"  conflict kept for review in REVIEW.md: {path}")
+        for path in report.duplicates:
+            print(f"  duplicate of a source another machine ingested first: {path}")
+        if summary.get("not_pushed"):
+            print(f"  {summary['not_pushed']} commits not pushed")
+    return 0 if report.state in ("up-to-date", "integrated", "pushed") else 1

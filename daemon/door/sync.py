@@ -1,0 +1,849 @@
+"""One wiki across machines: a sync round — fetch, integrate, push.
+
+A round (the daemon's ``sync`` job every ``git.sync_interval_seconds``, or ``wikiwright sync``):
+
+1. **fetch** the configured branch (no lock held: it only moves the remote-tracking ref).
+2. **integrate**, under the vault's write lock (the one every writer takes, so no ingest
+   writes or commits meanwhile): the other machines' ingests are recorded in this ledger
+   first (so a source they ingested is a duplicate here, never a second ingest); a person's
+   uncommitted edits to every path the remote changed are committed under their own name;
+   then either a fast-forward (no commit of ours since the last sync) or a **merge commit**.
+3. **push** the branch, fast-forward only; a rejected push (someone pushed first) is fetched,
+   integrated and pushed again; an unreachable remote is retried with backoff, every commit
+   waiting locally ("N commits not pushed" in status).
+
+Why a merge commit and not a rebase of the daemon's unpushed commits: a merge never rewrites
+a commit, so every sha the ledger recorded (ingest commits, page blobs, revert targets) stays
+valid; it works the same when a person committed locally (their commits are never replayed or
+re-signed); and a crash half-way leaves nothing to repair in history, only in the working
+tree. History is not linear; `wikiwright history` lists operations, not the graph.
+
+The merge is computed without touching the working tree (``git merge-tree --write-tree``),
+conflicts are resolved by what each file is, and only then are the changed files written —
+each only where it still holds HEAD's bytes, so nothing a person typed is overwritten:
+
+- ``wiki/index.md`` is rebuilt from the merged pages (the person's text around the generated
+  block merged like any text); ``wiki/log.md``, ``wiki/overview.md``, ``REVIEW.md``,
+  ``.gitignore`` and daily logs keep both sides' lines (they only grow);
+- pages merge by front matter key, by claim and by text (``wiki/pagemerge.py``); lines both
+  machines changed keep the remote's version on the page and this machine's in REVIEW.md;
+- any other file: three-way text merge, the same rule; bytes that are not text: the remote's.
+
+A journal (``.wikiwright/sync-journal.json``) names every file written and the commit they
+belong to: a crash before HEAD moved puts back the files the round wrote, one after rolls
+forward, so the working tree never shows the merge as a person's edit.
+
+Duplicates across machines: the same bytes ingested on two machines before either saw the
+other — the ingest published first (the remote's) stands; this machine's ingest commit
+stays in history (nothing is rewritten) but the merge drops its source page (or takes the
+remote's when both used the same name), records its file as a duplicate, and says so in a
+``Wikiwright-Duplicate: <commit> <sha256>`` trailer, which the ledger rebuild honours.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import git
+
+from ..core.config import Config
+from ..core.crashpoints import crash_point
+from ..core.errors import CommitPaused, WikiwrightError
+from ..core.fsutil import atomic_write_bytes
+from ..core.locks import vault_write_lock
+from ..core.opkinds import OpKind
+from ..core.vault import Vault
+from ..intake.ledger import Ledger
+from ..vcs.remote import MergeTree, PushResult, Remote, RemoteError, merge_file
+from ..vcs.repo import GitRepo, format_message, git_blob_id
+from ..wiki.catalog import Catalog
+from ..wiki.index import INDEX_END, INDEX_START, block_of, render_index_block, splice_index
+from ..wiki.pagemerge import PageMerge, merge_page, merge_plain
+
+log = logging.getLogger(__name__)
+
+STATE_KEY = "sync.state"
+IMPORTED_KEY = "sync.imported"
+JOURNAL_FILE = "sync-journal.json"
+MAX_BACKOFF = 300.0
+PUSH_ATTEMPTS = 3
+# Files that only grow: both sides' lines are kept.
+_UNION = ("wiki/overview.md", "REVIEW.md", ".gitignore")
+_ZERO = "0" * 40
+
+
+@dataclass
+class SyncReport:
+    state: str  # off | up-to-date | integrated | pushed | offline | paused | waiting
+    detail: str = ""
+    merged: str = ""
+    conflicts: list[str] = field(default_factory=list)
+    duplicates: list[str] = field(default_factory=list)
+    imported: int = 0
+
+
+@dataclass
+class _Source:
+    commit: str
+    path: str
+    sha256: str
+    page: str
+    title: str
+
+
+class Syncer:
+    """Sync rounds for one vault, with the services of the process that runs them."""
+
+    def __init__(self, config: Config, vault: Vault, ledger: Ledger, catalog: Catalog, repo: GitRepo) -> None:
+        self.config = config
+        self.vault = vault
+        self.ledger = ledger
+        self.catalog = catalog
+        self.repo = repo
+        self.remote = Remote(repo, config.git.remote, config.git.branch)
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.config.git.remote.strip())
+
+    # -- state shown by status ------------------------------------------------------------
+
+    def state(self) -> dict[str, Any]:
+        try:
+            data = json.loads(self.ledger.get_kv(STATE_KEY, "{}"))
+        except ValueError:
+            data = {}
+        return data if isinstance(data, dict) else {}
+
+    def _save(self, **values: Any) -> None:
+        data = self.state()
+        data.update(values)
+        self.ledger.set_kv(STATE_KEY, json.dumps(data))
+
+    def due(self, now: float | None = None) -> bool:
+        now = time.time() if now is None else now
+        data = self.state()
+        return now >= float(data.get("next_try", 0)) and \
+            now - float(data.get("last_attempt", 0)) >= self.config.git.sync_interval_seconds * 0.9
+
+    def _wait(self, state: str, reason: str, backoff: bool) -> SyncReport:
+        data = self.state()
+        failures = int(data.get("failures", 0)) + 1 if backoff else 0
+        delay = min(MAX_BACKOFF, self.config.git.sync_interval_seconds * (2 ** min(failures, 8))) if backoff else 0
+        self._save(waiting=reason, failures=failures, next_try=time.time() + delay, last_error=reason)
+        self.ledger.set_notice("sync", f"sync waits: {reason}")
+        log.warning("sync waits: %s", reason)
+        return SyncReport(state, reason)
+
+    # -- the round --------------------------------------------------------------------------
+
+    def round(self) -> SyncReport:
+        """Fetch, integrate, push. Never raises for a remote or repository that must wait."""
+        try:
+            return self._round()
+        except CommitPaused as exc:
+            return self._wait("waiting", exc.reason, backoff=False)
+        except (WikiwrightError, git.GitCommandError, OSError) as exc:
+            log.exception("sync round failed")
+            return self._wait("waiting", f"sync failed: {str(exc).strip().splitlines()[-1][:300]}", backoff=True)
+
+    def _round(self) -> SyncReport:
+        if not self.enabled:
+            return SyncReport("off", "git.remote is not set")
+        self._save(last_attempt=time.time())
+        if not self.remote.configured():
+            return self._wait("waiting", f"the vault's git repository has no remote named {self.remote.name!r} "
+                              f"(git remote add {self.remote.name} URL)", backoff=True)
+        problem = self._repository_problem()
+        if problem:
+            return self._wait("paused", problem, backoff=False)
+        try:
+            theirs = self.remote.fetch()
+        except RemoteError as exc:
+            return self._wait("offline", f"the remote cannot be reached: {exc}", backoff=True)
+        self._save(last_fetch=time.time())
+        report = self.integrate(theirs)
+        if report.state == "paused":
+            return report
+        if self.config.git.push:
+            for _attempt in range(PUSH_ATTEMPTS):
+                result, detail = self.remote.push()
+                if result in (PushResult.PUSHED, PushResult.UP_TO_DATE):
+                    if result is PushResult.PUSHED:
+                        self._save(last_push=time.time())
+                        report.state = "pushed"
+                    break
+                if result is PushResult.UNREACHABLE:
+                    return self._wait("offline", f"push failed, commits wait here: {detail}", backoff=True)
+                # Rejected: someone pushed first. Integrate their commits and push again.
+                try:
+                    theirs = self.remote.fetch()
+                except RemoteError as exc:
+                    return self._wait("offline", f"the remote cannot be reached: {exc}", backoff=True)
+                merged = self.integrate(theirs)
+                if merged.state == "paused":
+                    return merged
+                report.conflicts += merged.conflicts
+                report.duplicates += merged.duplicates
+                report.merged = merged.merged or report.merged
+            else:
+                return self._wait("waiting", "the push was rejected again and again (busy remote); next round "
+                                  "retries", backoff=True)
+        self._save(last_success=time.time(), waiting="", failures=0, next_try=0, last_error="")
+        self.ledger.clear_notice("sync")
+        return report
+
+    def _repository_problem(self) -> str | None:
+        problem = self.repo.problem()
+        if problem:
+            return problem + " — sync pauses until it is done"
+        current = self.remote.current_branch()
+        if current != self.remote.branch:
+            return (f"the vault has {current or 'a detached HEAD'} checked out, not {self.remote.branch} "
+                    "(git.branch); sync pauses")
+        return None
+
+    # -- integrating ----------------------------------------------------------------------------
+
+    def integrate(self, theirs: str | None) -> SyncReport:
+        """Bring the fetched commits in: fast-forward, or a merge commit.
+
+        Runs as a door operation of kind ``sync``: the vault's write lock, another operation's
+        crash recovered first, no work while a person's merge or rebase is in progress. The
+        door's own commit is not used (a merge commit has two parents); the operation touches
+        no file through the door, so it adds no commit of its own.
+        """
+        from .door import Door
+
+        door = Door(self.config, self.vault, self.ledger, self.catalog, self.repo)
+        with vault_write_lock(self.vault.state), door.operation(OpKind.SYNC, "sync"):
+            problem = self._repository_problem()
+            if problem:
+                return self._wait("paused", problem, backoff=False)
+            self.recover()
+            imported = self._import_history_once()
+            head = self.repo.head()
+            if theirs is None or head == theirs or (head and self.remote.is_ancestor(theirs, head)):
+                return SyncReport("up-to-date", imported=imported)
+            imported += self._import_sources(self._ingests(theirs, head))
+            base = self._merge_base(head, theirs) if head else None
+            self._settle_person_edits(self._changed_paths(base, theirs))
+            head = self.repo.head()
+            if head is None or self.remote.is_ancestor(head, theirs):
+                self._move_to(head, theirs, theirs, changed_pages_need_index=False)
+                log.info("sync: fast-forwarded to %s", theirs[:10])
+                return SyncReport("integrated", f"fast-forward to {theirs[:10]}", theirs, imported=imported)
+            return self._merge(head, theirs, imported)
+
+    def _merge_base(self, head: str, theirs: str) -> str | None:
+        try:
+            return self.repo.run("merge-base", head, theirs) or None
+        except git.GitCommandError:
+            return None  # unrelated histories (a vault initialised on its own, then joined)
+
+    def _changed_paths(self, base: str | None, theirs: str) -> list[str]:
+        if base:
+            out = self.repo.run("diff", "--name-only", "-z", "--no-renames", base, theirs, strip=False)
+        else:
+            out = self.repo.run("ls-tree", "-r", "-z", "--name-only", theirs, strip=False)
+        return [p for p in out.split("\0") if p]
+
+    def _settle_person_edits(self, remote_changed: list[str]) -> None:
+        """A person's uncommitted edits to what the merge may write are committed first, as theirs.
+
+        raw/ is the inbox: a file being dropped there is the daemon's to ingest, not an edit.
+        """
+        paths = sorted({*(p for p in remote_changed if not p.startswith("raw/")),
+                        "wiki/index.md", "wiki/log.md", "REVIEW.md"})
+        dirty: list[str] = []
+        for chunk in _chunks(paths, 500):
+            out = self.repo.run("status", "--porcelain", "-z", "--untracked-files=all", "--", *chunk, strip=False)
+            for entry in out.split("\0"):
+                if len(entry) > 3 and entry[2] == " ":
+                    dirty.append(entry[3:])
+        if dirty:
+            self.repo.commit_person_edits(sorted(set(dirty)))
+
+    # -- the other machines' ingests ---------------------------------------------------------
+
+    def _ingests(self, tip: str, *exclude: str | None) -> list[_Source]:
+        args = [tip, *(arg for ex in exclude if ex for arg in ("--not", ex))]
+        found = []
+        for commit in self.repo.log(*args, "-F", f"--grep=Wikiwright-Operation: {OpKind.INGEST.value}"):
+            source = commit.trailers.get("Wikiwright-Source", "")
+            path, _, sha = source.rpartition(" sha256:")
+            pages = [p.strip() for p in commit.trailers.get("Wikiwright-Pages", "").split(",") if p.strip()]
+            page = next((p for p in pages if p.startswith("wiki/sources/")), pages[0] if pages else "")
+            page = page.removeprefix("wiki/").removesuffix(".md")
+            title = commit.subject.removeprefix("ingest: ")
+            if path and sha:
+                found.append(_Source(commit.sha, path, sha, page, title))
+        return found
+
+    def _import_sources(self, sources: list[_Source], undone: set[str] | None = None) -> int:
+        """Record ingests from the shared history in this ledger (oldest first: the first wins)."""
+        count = 0
+        for source in reversed(sources):
+            if undone and source.commit in undone:
+                continue
+            if self.ledger.record_shared_source(source.sha256, source.path, source.page, source.title,
+                                                source.commit, "shared history"):
+                count += 1
+        return count
+
+    def _import_history_once(self) -> int:
+        """The first round on a vault (a fresh clone): the ledger learns every ingest in history."""
+        if self.ledger.get_kv(IMPORTED_KEY):
+            return 0
+        count = rebuild_ledger_sources(self.repo, self.ledger)
+        self.ledger.set_kv(IMPORTED_KEY, self.repo.head() or "")
+        return count
+
+    # -- fast-forward and merge --------------------------------------------------------------
+
+    def _merge(self, head: str, theirs: str, imported: int) -> SyncReport:
+        merged = self.remote.merge_tree(head, theirs)
+        resolutions: dict[str, bytes | None] = {}
+        reviews: list[tuple[str, PageMerge]] = []
+        for path in sorted(merged.conflicts):
+            data, review = self._resolve(path, stages_blobs(self.repo, merged, path))
+            resolutions[path] = data
+            if review is not None:
+                reviews.append((path, review))
+        duplicates, undone = self._duplicates(head, theirs, merged, resolutions)
+        tree = self._tree_with(merged.tree, resolutions)
+        report = SyncReport("integrated", "", imported=imported,
+                            conflicts=[p for p, _ in reviews], duplicates=duplicates)
+        trailers = {"Wikiwright-Operation": OpKind.SYNC.value, "Wikiwright-Merged": theirs}
+        if reviews:
+            trailers["Wikiwright-Conflicts"] = ", ".join(p for p, _ in reviews)
+        if undone:
+            trailers["Wikiwright-Duplicate"] = ", ".join(undone.values())
+        count = len(self.repo.run("rev-list", theirs, "--not", head).split())
+        subject = f"sync: merge {count} commit(s) from {self.remote.name}/{self.remote.branch}"
+        body = "\n".join(f"- {path}: {note}" for path, review in reviews for note in review.notes)
+        report.merged = self._move_to(head, tree, theirs, changed_pages_need_index=True,
+                                      message=format_message(subject, trailers, body), reviews=reviews)
+        report.detail = subject
+        log.info("%s%s", subject, f"; conflicts kept for review: {', '.join(report.conflicts)}" if reviews else "")
+        return report
+
+    def _resolve(self, path: str, texts: dict[int, bytes | None]) -> tuple[bytes | None, PageMerge | None]:
+        """One conflicted path: the bytes it ends with (None: deleted) and what a person should see."""
+        base, ours, theirs = texts.get(1), texts.get(2), texts.get(3)
+        if ours is None or theirs is None:
+            # Changed on one side, deleted on the other: the changed file stays (no line lost).
+            return (theirs if theirs is not None else ours), None
+        try:
+            b, o, t = (base or b"").decode("utf-8"), ours.decode("utf-8"), theirs.decode("utf-8")
+        except UnicodeDecodeError:
+            note = PageMerge("", False, notes=["not text: the remote's bytes kept; this machine's are in its "
+                                               "own commit in history"])
+            return theirs, note
+        if path == "wiki/index.md":
+            return _merge_index(self.repo, b, o, t).encode("utf-8"), None
+        if path == "wiki/log.md" or (path.startswith("logs/") and path.endswith(".md")):
+            return _merge_appended(self.repo, b, o, t).encode("utf-8"), None
+        if path in _UNION:
+            text, _clean = merge_file(self.repo, b, o, t, "union")
+            return text.encode("utf-8"), None
+        if path.startswith("wiki/") and path.endswith(".md"):
+            result = merge_page(b, o, t, self._merge3)
+        else:
+            result = merge_plain(b, o, t, self._merge3)
+        return result.text.encode("utf-8"), (None if result.clean else result)
+
+    def _merge3(self, base: str, ours: str, theirs: str, favour: str) -> tuple[str, bool]:
+        return merge_file(self.repo, base, ours, theirs, favour)
+
+    def _duplicates(self, head: str, theirs: str, merged: MergeTree,
+                    resolutions: dict[str, bytes | None]) -> tuple[list[str], dict[str, str]]:
+        """This machine's unpublished ingests of bytes the remote already ingested: theirs stands."""
+        remote = {s.sha256: s for s in self._ingests(theirs, head)}
+        if not remote:
+            return [], {}
+        found: list[str] = []
+        undone: dict[str, str] = {}
+        for mine in self._ingests(head, theirs):
+            first = remote.get(mine.sha256)
+            if first is None:
+                continue
+            if mine.page and mine.page != first.page:
+                resolutions[f"wiki/{mine.page}.md"] = None  # one source page: the published one
+            elif mine.page:
+                resolutions[f"wiki/{mine.page}.md"] = _blob_bytes(self.repo, f"{theirs}:wiki/{mine.page}.md")
+            reason = f"same content as {first.path} ingested on another machine ({first.commit[:10]})"
+            self.ledger.record_shared_source(first.sha256, first.path, first.page, first.title, first.commit,
+                                             "shared history", replace=True)
+            self.ledger.mark_duplicate(mine.path, reason, first.commit, first.page)
+            found.append(mine.path)
+            undone[mine.commit] = f"{mine.commit} {mine.sha256}"
+        return found, undone
+
+    def _tree_with(self, tree: str, resolutions: dict[str, bytes | None]) -> str:
+        if not resolutions:
+            return tree
+        with self._scratch_index() as env:
+            self.repo.run("read-tree", tree, env=env)
+            lines = []
+            for path, data in resolutions.items():
+                if data is None:
+                    lines.append(f"0 {_ZERO}\t{path}")
+                else:
+                    lines.append(f"100644 {_hash_blob(self.repo, data)}\t{path}")
+            _update_index(self.repo, lines, env)
+            return self.repo.run("write-tree", env=env)
+
+    @contextmanager
+    def _scratch_index(self) -> Iterator[dict[str, str]]:
+        path = self.vault.state / "sync-index"
+        path.unlink(missing_ok=True)
+        try:
+            yield {"GIT_INDEX_FILE": str(path)}
+        finally:
+            path.unlink(missing_ok=True)
+
+    def _move_to(self, head: str | None, target: str, theirs: str, *, changed_pages_need_index: bool,
+                 message: str = "", reviews: list[tuple[str, PageMerge]] | None = None) -> str:
+        """Write the files that change from ``head`` to ``target`` (a commit, or a tree to commit
+        on ``head`` and ``theirs``) and move HEAD there, journalled; returns the new HEAD."""
+        changes = _tree_changes(self.repo, head, target)
+        journal: dict[str, Any] = {"old_head": head, "commit": target if not message else "", "paths": {}}
+        skipped = self._write_files(changes, journal)
+        pages = [p.removeprefix("wiki/").removesuffix(".md") for p in changes
+                 if p.startswith("wiki/") and p.endswith(".md")]
+        if pages:
+            self.catalog.refresh(pages)
+        commit = target
+        if message:
+            extra = self._after_merge_files(changed_pages_need_index and bool(pages), reviews or [], journal,
+                                            head)
+            tree = target
+            if extra:
+                with self._scratch_index() as env:
+                    self.repo.run("read-tree", target, env=env)
+                    _update_index(self.repo, [f"100644 {_hash_blob(self.repo, data)}\t{path}"
+                                              for path, data in extra.items()], env)
+                    tree = self.repo.run("write-tree", env=env)
+            commit = self._commit_tree(tree, [p for p in (head, theirs) if p], message)
+            journal["commit"] = commit
+            self._write_journal(journal)
+        crash_point("before-commit")
+        try:
+            if head:
+                self.repo.run("update-ref", "-m", "wikiwright sync", "HEAD", commit, head)
+            else:
+                self.repo.run("update-ref", "-m", "wikiwright sync", "HEAD", commit)
+        except git.GitCommandError as exc:
+            # The person committed while we wrote: put our files back, try next round.
+            self._roll(journal, forward=False)
+            raise CommitPaused("HEAD moved while syncing (a commit landed); the next round tries again") from exc
+        crash_point("after-commit")
+        self._sync_person_index(commit, journal, skipped)
+        self._journal_path().unlink(missing_ok=True)
+        self._remember_pages(commit, pages)
+        index = _disk_blob(self.vault.wiki / "index.md")
+        if index and index != "symlink":
+            # The block the door splices next time is the one this merge committed.
+            self.ledger.set_page_blobs({"index": index})
+        return commit
+
+    def _after_merge_files(self, rebuild: bool, reviews: list[tuple[str, PageMerge]],
+                           journal: dict[str, Any], head: str | None) -> dict[str, bytes]:
+        """index.md rebuilt from the merged pages; REVIEW.md items for what did not merge."""
+        extra: dict[str, bytes] = {}
+        targets = (["wiki/index.md"] if rebuild else []) + (["REVIEW.md"] if reviews else [])
+        for path in targets:
+            entry = journal["paths"].setdefault(path, [_blob_at(self.repo, head, path), "?"])
+            entry[1] = "?"
+        self._write_journal(journal)
+        if rebuild:
+            self._rebuild_index()
+        if reviews:
+            self._propose(reviews)
+        for path in targets:
+            try:
+                data = (self.vault.root / path).read_bytes()
+            except FileNotFoundError:
+                continue
+            extra[path] = data
+            journal["paths"][path][1] = git_blob_id(data)
+        self._write_journal(journal)
+        return extra
+
+    def _rebuild_index(self) -> None:
+        """index.md's generated block from the merged pages; the person's text around it kept."""
+        path = self.vault.wiki / "index.md"
+        try:
+            current = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return
+        last = self.ledger.page_blob("index")
+        previous = block_of(self.repo.blob_text(last) or "") if last else ""
+        updated = splice_index(current, render_index_block(self.catalog.entries()), previous or block_of(current))
+        if updated != current:
+            atomic_write_bytes(path, updated.encode("utf-8"))
+
+    def _propose(self, reviews: list[tuple[str, PageMerge]]) -> None:
+        from ..wiki.reviewfile import add_proposals, edit_review, proposal
+
+        items = []
+        details: dict[str, list[str]] = {}
+        for path, review in reviews:
+            text = (f"`{path}`: this machine and the remote changed the same lines; the remote's version is on "
+                    "the page, this machine's is quoted below — copy what should stay, then tick")
+            item = proposal("sync-conflict", text, pages=[path.removeprefix("wiki/").removesuffix(".md")],
+                            facts={"path": path, "hunks": review.hunks, "notes": review.notes})
+            items.append(item)
+            lines = []
+            for ours, theirs in review.hunks:
+                lines.append("    - this machine's lines:")
+                lines += [f"      > {line}" for line in ours.splitlines()] or ["      > (none)"]
+                lines.append("    - the remote's lines (on the page):")
+                lines += [f"      > {line}" for line in theirs.splitlines()] or ["      > (none)"]
+            lines += [f"    - {note}" for note in review.notes]
+            details[item.id] = lines
+        added = add_proposals(self.vault, "sync-conflict", items)
+        if not added:
+            return
+
+        def attach(text: str) -> str:
+            out = []
+            for line in text.splitlines(keepends=True):
+                out.append(line)
+                for item_id in added:
+                    if line.rstrip().endswith(f"^{item_id}"):
+                        out += [f"{extra}\n" for extra in details[item_id]]
+            return "".join(out)
+
+        edit_review(self.vault, attach)
+
+    def _commit_tree(self, tree: str, parents: list[str], message: str) -> str:
+        message_file = self.vault.state / f"sync-msg-{os.getpid()}"
+        message_file.write_text(message, encoding="utf-8")
+        try:
+            args = ["commit-tree", tree]
+            for parent in parents:
+                args += ["-p", parent]
+            return self.repo.run(*args, "-F", str(message_file))
+        finally:
+            message_file.unlink(missing_ok=True)
+
+    # -- the working tree, journalled -----------------------------------------------------------
+
+    def _journal_path(self) -> Path:
+        return self.vault.state / JOURNAL_FILE
+
+    def _write_journal(self, journal: dict[str, Any]) -> None:
+        atomic_write_bytes(self._journal_path(), json.dumps(journal).encode("utf-8"), crash_hooks=False)
+
+    def _write_files(self, changes: dict[str, tuple[str, str, str]], journal: dict[str, Any]) -> list[str]:
+        """Write each changed file where it still holds HEAD's bytes; the others are a person's."""
+        plan: list[tuple[str, str, str]] = []
+        skipped: list[str] = []
+        for path, (old, new, mode) in changes.items():
+            disk = _disk_blob(self.vault.root / path)
+            if disk == (new or ""):
+                continue
+            if disk != (old or "") or mode == "120000":
+                skipped.append(path)
+                log.warning("sync: %s has changes of a person's that are not committed; left as it is", path)
+                continue
+            plan.append((path, new, mode))
+            journal["paths"][path] = [old or "", new or ""]
+        self._write_journal(journal)
+        contents = _read_blobs(self.repo, [new for _, new, _ in plan if new])
+        for path, new, mode in plan:
+            target = self.vault.root / path
+            if new:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                atomic_write_bytes(target, contents[new])
+                if mode == "100755":
+                    target.chmod(0o755)
+            else:
+                target.unlink(missing_ok=True)
+        crash_point("sync-files-written")
+        return skipped
+
+    def _roll(self, journal: dict[str, Any], *, forward: bool) -> None:
+        """Finish (forward) or undo (back) a journalled round's file writes: only our own bytes."""
+        wanted = {}
+        for path, (old, new) in journal.get("paths", {}).items():
+            have, want = (old, new) if forward else (new, old)
+            if have == "?" or want == "?":
+                continue
+            disk = _disk_blob(self.vault.root / path)
+            if disk == have and disk != want:
+                wanted[path] = want
+        contents = _read_blobs(self.repo, [blob for blob in wanted.values() if blob])
+        for path, blob in wanted.items():
+            target = self.vault.root / path
+            if blob:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                atomic_write_bytes(target, contents[blob])
+            else:
+                target.unlink(missing_ok=True)
+
+    def recover(self) -> str | None:
+        """After a crash mid-round: roll the working tree forward or back to match HEAD."""
+        try:
+            journal = json.loads(self._journal_path().read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        except ValueError:
+            self._journal_path().unlink(missing_ok=True)
+            return None
+        head = self.repo.head()
+        forward = bool(journal.get("commit")) and head == journal.get("commit")
+        self._roll(journal, forward=forward)
+        if forward:
+            self._sync_person_index(head or "", journal, [])
+        self._journal_path().unlink(missing_ok=True)
+        what = "finished" if forward else "undone"
+        log.info("sync: an interrupted round was %s", what)
+        return what
+
+    def _sync_person_index(self, commit: str, journal: dict[str, Any], skipped: list[str]) -> None:
+        """The person's git index follows HEAD for the paths the round changed (nothing else)."""
+        paths = [*journal.get("paths", {}), *skipped]
+        if not paths or not commit:
+            return
+        lines = []
+        for chunk in _chunks(sorted(set(paths)), 500):
+            out = self.repo.run("ls-tree", "-z", commit, "--", *chunk, strip=False)
+            present = {}
+            for entry in out.split("\0"):
+                if entry:
+                    info, _, path = entry.partition("\t")
+                    mode, _kind, blob = info.split()
+                    present[path] = f"{mode} {blob}\t{path}"
+            lines += [present.get(path, f"0 {_ZERO}\t{path}") for path in chunk]
+        try:
+            self.repo._with_lock_retry(lambda: _update_index_text(self.repo, lines, None))
+            self.repo._with_lock_retry(lambda: self.repo.run("update-index", "-q", "--refresh"))
+        except (git.GitCommandError, WikiwrightError) as exc:
+            log.warning("sync: merged, but the git index could not be updated yet: %s", exc)
+
+    def _remember_pages(self, commit: str, pages: list[str]) -> None:
+        """Pages new to this machine: what the merge wrote is the base of the daemon's next change."""
+        blobs = {}
+        for page in pages:
+            if self.ledger.page_blob(page) is not None:
+                continue
+            path = self.vault.wiki / f"{page}.md"
+            try:
+                blobs[page] = git_blob_id(path.read_bytes())
+            except FileNotFoundError:
+                continue
+        if blobs:
+            self.ledger.set_page_blobs(blobs)
+
+
+# -- the ledger from history ------------------------------------------------------------------
+
+def rebuild_ledger_sources(repo: GitRepo, ledger: Ledger) -> int:
+    """Record every ingest in HEAD's history in ``ledger`` (a fresh clone, or a lost ledger).
+
+    The oldest ingest of a content hash is its one ingest; ingests a sync merge marked as
+    duplicates (``Wikiwright-Duplicate``) are skipped.
+    """
+    undone: set[str] = set()
+    for commit in repo.log("-F", f"--grep=Wikiwright-Operation: {OpKind.SYNC.value}"):
+        for item in commit.trailers.get("Wikiwright-Duplicate", "").split(","):
+            if item.strip():
+                undone.add(item.split()[0])
+    syncer_sources: list[_Source] = []
+    for commit in repo.log("-F", f"--grep=Wikiwright-Operation: {OpKind.INGEST.value}"):
+        trailer = commit.trailers.get("Wikiwright-Source", "")
+        path, _, sha = trailer.rpartition(" sha256:")
+        pages = [p.strip() for p in commit.trailers.get("Wikiwright-Pages", "").split(",") if p.strip()]
+        page = next((p for p in pages if p.startswith("wiki/sources/")), pages[0] if pages else "")
+        if path and sha and commit.sha not in undone:
+            syncer_sources.append(_Source(commit.sha, path, sha, page.removeprefix("wiki/").removesuffix(".md"),
+                                          commit.subject.removeprefix("ingest: ")))
+    count = 0
+    for found in reversed(syncer_sources):
+        if ledger.record_shared_source(found.sha256, found.path, found.page, found.title, found.commit,
+                                       "shared history"):
+            count += 1
+    return count
+
+
+# -- small git helpers ------------------------------------------------------------------------
+
+def _chunks(items: list[str], size: int) -> Iterable[list[str]]:
+    for start in range(0, len(items), size):
+        yield items[start:start + size]
+
+
+def _merge_index(repo: GitRepo, base: str, ours: str, theirs: str) -> str:
+    """index.md: the person's text around the generated block merged; the block is rebuilt later."""
+    def outside(text: str) -> str:
+        start, end = text.find(INDEX_START), text.find(INDEX_END)
+        if start != -1 and end > start:
+            return text[:start] + INDEX_START + "\n" + text[end:]
+        return text
+
+    merged, _clean = merge_file(repo, outside(base), outside(ours), outside(theirs), "union")
+    if merged.count(INDEX_START) > 1 or merged.count(INDEX_END) > 1:
+        return outside(theirs)
+    return merged
+
+
+def _merge_appended(repo: GitRepo, base: str, ours: str, theirs: str) -> str:
+    """A file that only grows at its end (log.md, daily logs): the remote's new entries, then ours."""
+    if ours.startswith(base) and theirs.startswith(base):
+        mine, remote = ours[len(base):], theirs[len(base):]
+        if mine == remote:
+            return theirs
+        if remote and not remote.endswith("\n"):
+            remote += "\n"
+        return base + remote + mine
+    text, _clean = merge_file(repo, base, ours, theirs, "union")
+    return text
+
+
+def stages_blobs(repo: GitRepo, merged: MergeTree, path: str) -> dict[int, bytes | None]:
+    stages = merged.conflicts[path]
+    blobs = _read_blobs(repo, [s.blob for s in stages.values()])
+    return {n: blobs.get(stages[n].blob) if n in stages else None for n in (1, 2, 3)}
+
+
+def _read_blobs(repo: GitRepo, blobs: list[str]) -> dict[str, bytes]:
+    """Many blobs in one ``git cat-file --batch``."""
+    unique = sorted(set(blobs))
+    if not unique:
+        return {}
+    proc = subprocess.run(["git", "cat-file", "--batch"], cwd=repo.root, input="\n".join(unique).encode() + b"\n",
+                          capture_output=True, check=True)
+    out, pos, result = proc.stdout, 0, {}
+    for blob in unique:
+        header_end = out.index(b"\n", pos)
+        header = out[pos:header_end].split()
+        if len(header) < 3 or header[1] == b"missing":
+            raise WikiwrightError(f"git object {blob} is missing")
+        size = int(header[2])
+        result[blob] = out[header_end + 1: header_end + 1 + size]
+        pos = header_end + 1 + size + 1
+    return result
+
+
+def _blob_bytes(repo: GitRepo, spec: str) -> bytes | None:
+    try:
+        blob = repo.run("rev-parse", "--verify", "-q", spec)
+    except git.GitCommandError:
+        return None
+    return _read_blobs(repo, [blob]).get(blob) if blob else None
+
+
+def _blob_at(repo: GitRepo, commit: str | None, path: str) -> str:
+    if not commit:
+        return ""
+    try:
+        return repo.run("rev-parse", "--verify", "-q", f"{commit}:{path}")
+    except git.GitCommandError:
+        return ""
+
+
+def _hash_blob(repo: GitRepo, data: bytes) -> str:
+    proc = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=repo.root, input=data,
+                          capture_output=True, check=True)
+    return proc.stdout.decode().strip()
+
+
+def _update_index(repo: GitRepo, lines: list[str], env: dict[str, str] | None) -> str:
+    return _update_index_text(repo, lines, env)
+
+
+def _update_index_text(repo: GitRepo, lines: list[str], env: dict[str, str] | None) -> str:
+    full_env = {**os.environ, **repo._env, **(env or {})}
+    full_env.pop("GIT_OPTIONAL_LOCKS", None)
+    proc = subprocess.run(["git", "update-index", "-z", "--index-info"], cwd=repo.root, env=full_env,
+                          input="".join(f"{line}\0" for line in lines).encode("utf-8"), capture_output=True)
+    if proc.returncode != 0:
+        raise git.GitCommandError(["git", "update-index"], proc.returncode, proc.stderr.decode(errors="replace"))
+    return ""
+
+
+def _tree_changes(repo: GitRepo, old: str | None, new: str) -> dict[str, tuple[str, str, str]]:
+    """path -> (old blob, new blob, new mode) for every file that differs ('' where absent)."""
+    if old:
+        out = repo.run("diff-tree", "-r", "-z", "--no-renames", "--no-commit-id", old, new, strip=False)
+    else:
+        out = repo.run("diff-tree", "-r", "-z", "--no-renames", "--root", "--no-commit-id", new, strip=False)
+    parts = out.split("\0")
+    changes: dict[str, tuple[str, str, str]] = {}
+    index = 0
+    while index < len(parts) - 1:
+        info = parts[index]
+        if not info.startswith(":"):
+            index += 1
+            continue
+        _old_mode, new_mode, old_blob, new_blob, _status = info[1:].split()
+        path = parts[index + 1]
+        changes[path] = (old_blob if old_blob != _ZERO else "", new_blob if new_blob != _ZERO else "", new_mode)
+        index += 2
+    return changes
+
+
+def _disk_blob(path: Path) -> str:
+    try:
+        if path.is_symlink():
+            return "symlink"
+        return git_blob_id(path.read_bytes())
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        return ""
+
+
+# -- what status shows -------------------------------------------------------------------------
+
+def sync_summary(config: Config, ledger: Ledger, repo: GitRepo) -> dict[str, Any]:
+    """Ahead/behind (as of the last fetch), the last sync, and why a sync waits."""
+    if not config.git.remote.strip():
+        return {"enabled": False}
+    remote = Remote(repo, config.git.remote, config.git.branch)
+    try:
+        state = json.loads(ledger.get_kv(STATE_KEY, "{}"))
+    except ValueError:
+        state = {}
+    try:
+        ahead, behind = remote.ahead_behind()
+    except (git.GitCommandError, ValueError):
+        ahead, behind = 0, 0
+    return {
+        "enabled": True, "remote": remote.name, "branch": remote.branch, "ahead": ahead, "behind": behind,
+        "not_pushed": ahead, "push": config.git.push, "interval_seconds": config.git.sync_interval_seconds,
+        "last_sync": state.get("last_success", 0), "last_fetch": state.get("last_fetch", 0),
+        "last_push": state.get("last_push", 0), "waiting": state.get("waiting", ""),
+        "next_try": state.get("next_try", 0),
+    }
+
+
+class SyncJob:
+    """The daemon's periodic sync: its own ledger, catalogue and repository connections."""
+
+    def __init__(self, config: Config, vault: Vault) -> None:
+        self.config = config
+        self.vault = vault
+        self._syncer: Syncer | None = None
+
+    def tick(self) -> SyncReport | None:
+        if self._syncer is None:
+            repo = GitRepo(self.vault.root, self.config.git.author_name, self.config.git.author_email,
+                           self.config.git.lock_retry_seconds)
+            self._syncer = Syncer(self.config, self.vault, Ledger(self.vault.db_path), Catalog(self.vault), repo)
+        if not self._syncer.due():
+            return None
+        report = self._syncer.round()
+        if report.state not in ("up-to-date", "off"):
+            log.info("sync: %s %s", report.state, report.detail)
+        return report

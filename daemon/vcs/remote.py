@@ -1,0 +1,274 @@
+"""Git's side of one wiki across machines: fetch, ahead/behind, merge trees, push — never force.
+
+Everything here is plain git driven through :class:`GitRepo` (the command layer): no
+working-tree changes, no checkout, reset, stash or pull. The sync round (``door/sync.py``)
+decides what to do with what these return.
+
+Credentials come from git's own configuration only (ssh agent, credential helpers):
+``GIT_TERMINAL_PROMPT=0`` and an empty askpass make a missing credential an error instead of
+a prompt that would hang the daemon, and every network command has a timeout.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+
+import git
+
+from ..core.errors import WikiwrightError
+from ..vcs.repo import GitRepo
+
+log = logging.getLogger(__name__)
+
+NETWORK_TIMEOUT = 60.0
+CLAIM_REF = "refs/wikiwright/consolidation"
+# Never prompt: a missing credential is an error the daemon reports, not a hang.
+_NO_PROMPT = {"GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "", "SSH_ASKPASS": ""}
+_NO_PROMPT_CONFIG = ["-c", "core.askPass=", "-c", "credential.interactive=never"]
+_REJECT_MARKERS = ("[rejected]", "non-fast-forward", "fetch first", "stale info", "cannot lock ref",
+                   "failed to update ref", "reference already exists")
+
+
+class PushResult(Enum):
+    PUSHED = "pushed"
+    UP_TO_DATE = "up-to-date"
+    REJECTED = "rejected"  # someone pushed first: integrate and try again
+    UNREACHABLE = "unreachable"  # network, missing remote, credentials: retry with backoff
+
+
+class RemoteError(WikiwrightError):
+    """The remote could not be reached (network, path, credentials); the reason is git's own."""
+
+
+@dataclass(frozen=True)
+class Stage:
+    mode: str
+    blob: str
+
+
+@dataclass
+class MergeTree:
+    """What ``git merge-tree --write-tree`` made of two commits, without touching any file."""
+
+    tree: str
+    clean: bool
+    # path -> {1: base, 2: ours, 3: theirs}; a missing stage means that side has no file.
+    conflicts: dict[str, dict[int, Stage]] = field(default_factory=dict)
+
+
+class Remote:
+    """The configured remote and branch of a vault's repository."""
+
+    def __init__(self, repo: GitRepo, name: str, branch: str = "", timeout: float = NETWORK_TIMEOUT) -> None:
+        self.repo = repo
+        self.name = name
+        self._branch = branch
+        self.timeout = timeout
+
+    # -- names -------------------------------------------------------------------------
+
+    @property
+    def branch(self) -> str:
+        """The branch to sync: configured, else the one checked out."""
+        if self._branch:
+            return self._branch
+        current = self.current_branch()
+        return current or "main"
+
+    def current_branch(self) -> str | None:
+        try:
+            head = (self.repo.git_dir / "HEAD").read_text(encoding="utf-8").strip()
+        except OSError:
+            return None
+        return head[len("ref: refs/heads/"):] if head.startswith("ref: refs/heads/") else None
+
+    @property
+    def tracking_ref(self) -> str:
+        return f"refs/remotes/{self.name}/{self.branch}"
+
+    @property
+    def claim_tracking_ref(self) -> str:
+        return f"refs/wikiwright/remotes/{self.name}/consolidation"
+
+    def configured(self) -> bool:
+        try:
+            return bool(self.repo.run("config", "--get", f"remote.{self.name}.url"))
+        except git.GitCommandError:
+            return False
+
+    # -- reading -------------------------------------------------------------------------
+
+    def rev(self, ref: str) -> str | None:
+        try:
+            return self.repo.run("rev-parse", "--verify", "-q", f"{ref}^{{commit}}") or None
+        except git.GitCommandError:
+            return None
+
+    def remote_head(self) -> str | None:
+        """The branch as last fetched (no network)."""
+        return self.rev(self.tracking_ref)
+
+    def ahead_behind(self) -> tuple[int, int]:
+        """(commits here not on the remote, commits there not here), from the last fetch."""
+        if self.remote_head() is None:
+            try:
+                ahead = int(self.repo.run("rev-list", "--count", "HEAD") or 0)
+            except git.GitCommandError:
+                ahead = 0
+            return ahead, 0
+        out = self.repo.run("rev-list", "--left-right", "--count", f"HEAD...{self.tracking_ref}")
+        left, _, right = out.partition("\t")
+        return int(left or 0), int(right or 0)
+
+    def is_ancestor(self, older: str, newer: str) -> bool:
+        try:
+            self.repo.run("merge-base", "--is-ancestor", older, newer)
+            return True
+        except git.GitCommandError:
+            return False
+
+    # -- network ---------------------------------------------------------------------------
+
+    def _network(self, *args: str) -> tuple[int, str]:
+        """Run a network command (fetch/push) with a timeout; (exit status, stderr)."""
+        env = {**os.environ, **self.repo._env, **_NO_PROMPT}
+        try:
+            completed = subprocess.run(
+                ["git", *_NO_PROMPT_CONFIG, *args], cwd=self.repo.root, env=env,
+                capture_output=True, text=True, timeout=self.timeout, stdin=subprocess.DEVNULL,
+            )
+        except subprocess.TimeoutExpired:
+            return 124, f"git {args[0]} timed out after {self.timeout:.0f}s"
+        # push --porcelain reports a rejected ref on stdout, the reason on stderr: keep both.
+        return completed.returncode, f"{completed.stdout or ''}\n{completed.stderr or ''}".strip()
+
+    def fetch(self) -> str | None:
+        """Fetch the branch (and the consolidation claim); the remote's head, None if it has no branch.
+
+        Raises RemoteError when the remote cannot be reached.
+        """
+        code, err = self._network(
+            "fetch", "--no-tags", "--no-write-fetch-head", "-q", self.name,
+            f"+refs/heads/{self.branch}:{self.tracking_ref}",
+        )
+        if code != 0:
+            if "couldn't find remote ref" in err.lower():
+                return None  # an empty remote: the first push creates the branch
+            raise RemoteError(_one_line(err) or f"git fetch exited with {code}")
+        # The claim ref may not exist yet; its absence is not an error.
+        self._network("fetch", "--no-tags", "--no-write-fetch-head", "-q", self.name,
+                      f"+{CLAIM_REF}:{self.claim_tracking_ref}")
+        return self.remote_head()
+
+    def push(self) -> tuple[PushResult, str]:
+        """Push HEAD to the configured branch, fast-forward only (never ``--force``)."""
+        if self.current_branch() != self.branch:
+            return PushResult.UNREACHABLE, (
+                f"HEAD is on {self.current_branch() or 'a detached commit'}, not on {self.branch}; "
+                "wikiwright pushes only the configured branch")
+        head = self.repo.head()
+        if head is None:
+            return PushResult.UP_TO_DATE, "nothing committed yet"
+        if head == self.remote_head():
+            return PushResult.UP_TO_DATE, ""
+        code, err = self._network("push", "--porcelain", "-q", self.name, f"{head}:refs/heads/{self.branch}")
+        if code == 0:
+            # Record what the remote now holds (push updates the tracking ref only for
+            # configured refspecs).
+            self.repo.run("update-ref", self.tracking_ref, head)
+            return PushResult.PUSHED, ""
+        if any(marker in err for marker in _REJECT_MARKERS):
+            return PushResult.REJECTED, _one_line(err)
+        return PushResult.UNREACHABLE, _one_line(err) or f"git push exited with {code}"
+
+    def push_claim(self, message: str) -> tuple[PushResult, str]:
+        """Take a lock through the remote: push a new commit on top of the claim ref as fetched.
+
+        Fast-forward only, so of two machines that fetched the same claim the first push wins
+        and the other's is rejected.
+        """
+        parent = self.rev(self.claim_tracking_ref)
+        empty_tree = self.repo.run("hash-object", "-t", "tree", "-w", "/dev/null")
+        args = ["commit-tree", empty_tree, "-m", message]
+        if parent:
+            args[2:2] = ["-p", parent]
+        claim = self.repo.run(*args)
+        code, err = self._network("push", "--porcelain", "-q", self.name, f"{claim}:{CLAIM_REF}")
+        if code == 0:
+            self.repo.run("update-ref", self.claim_tracking_ref, claim)
+            return PushResult.PUSHED, claim
+        if any(marker in err for marker in _REJECT_MARKERS):
+            return PushResult.REJECTED, _one_line(err)
+        return PushResult.UNREACHABLE, _one_line(err)
+
+    def last_claim(self) -> tuple[float, str] | None:
+        """(time, message) of the newest consolidation claim as last fetched."""
+        ref = self.rev(self.claim_tracking_ref)
+        if ref is None:
+            return None
+        out = self.repo.run("log", "-1", "--format=%ct%x1f%B", ref)
+        stamp, _, message = out.partition("\x1f")
+        return float(stamp or 0), message.strip()
+
+    # -- merging without a working tree ----------------------------------------------------
+
+    def merge_tree(self, ours: str, theirs: str) -> MergeTree:
+        """Merge two commits into a tree (``git merge-tree --write-tree``); no file is touched."""
+        status, out, err = self.repo._git.execute(
+            ["git", "merge-tree", "--write-tree", "-z", "--no-messages", ours, theirs],
+            env={**self.repo._env}, with_extended_output=True, with_exceptions=False,
+            strip_newline_in_stdout=False,
+        )
+        if status not in (0, 1):
+            raise WikiwrightError(f"git merge-tree failed: {_one_line(str(err))}")
+        parts = str(out).split("\0")
+        result = MergeTree(parts[0].strip(), status == 0)
+        for item in parts[1:]:
+            if not item:
+                break
+            info, _, path = item.partition("\t")
+            mode, blob, stage = info.split()
+            result.conflicts.setdefault(path, {})[int(stage)] = Stage(mode, blob)
+        return result
+
+
+def merge_file(repo: GitRepo, base: str, ours: str, theirs: str, favour: str = "") -> tuple[str, bool]:
+    """``git merge-file`` on three texts; ``favour`` ``union``/``ours``/``theirs`` resolves conflicts.
+
+    Returns (text, clean). With ``favour`` the text never carries conflict markers; ``clean``
+    still says whether there was a conflict to resolve.
+    """
+    work = repo.root / ".wikiwright" / "merge"
+    work.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=work) as tmp:
+        files = []
+        for name, text in (("ours", ours), ("base", base), ("theirs", theirs)):
+            path = Path(tmp) / name
+            path.write_text(text, encoding="utf-8", errors="surrogateescape")
+            files.append(str(path))
+        # No favour: conflicts are marked diff3-style (with the base's lines), for the caller.
+        flags = [f"--{favour}"] if favour else ["--diff3"]
+        status, out, _err = repo._git.execute(
+            ["git", "merge-file", "-p", *flags, "-L", "this machine", "-L", "base", "-L", "remote", *files],
+            with_extended_output=True, with_exceptions=False, strip_newline_in_stdout=False,
+        )
+        if favour:
+            # With a resolution flag git exits 0; ask again without it to learn if it was clean.
+            probe, _o, _e = repo._git.execute(["git", "merge-file", "-p", "-q", *files],
+                                             with_extended_output=True, with_exceptions=False)
+            return str(out), probe == 0
+    return str(out), status == 0
+
+
+def _one_line(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    for line in lines:
+        if line.lower().startswith(("fatal:", "error:", "remote:", "!")):
+            return line
+    return lines[-1] if lines else ""

@@ -1,0 +1,382 @@
+"""One wiki across machines through a git remote (issue 14): real bare repositories, real
+clones, the real CLI and real daemons in subprocesses."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from wikiwright.core.config import load_config
+from wikiwright.door.init import init_vault
+from wikiwright.door.sync import Syncer, SyncReport
+from wikiwright.ingest.pipeline import Pipeline
+from wikiwright.intake.ledger import Ledger
+from wikiwright.intake.watch import Registrar
+from wikiwright.runtime.status import gather
+from wikiwright.vcs.remote import PushResult, Remote
+from wikiwright.vcs.repo import GitRepo
+from wikiwright.wiki.catalog import Catalog
+from wikiwright.wiki.pagemerge import merge_page
+
+from tests.helpers import cli, daemon_log, git, start_daemon, wait_for
+
+MARKER_RE = re.compile(r"^(<{7}|>{7})( |$)", re.MULTILINE)
+
+
+# -- machines ------------------------------------------------------------------------------
+
+def sync_env(env: dict[str, str], interval: float = 1.0) -> dict[str, str]:
+    return {**env, "WIKIWRIGHT_GIT_REMOTE": "origin", "WIKIWRIGHT_GIT_SYNC_INTERVAL_SECONDS": str(interval)}
+
+
+def ww(vault: Path, env: dict[str, str], *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return cli(*args, "--vault", str(vault), env=env, timeout=timeout)
+
+
+class Machine:
+    """One vault with its services in this process: drop-and-ingest and sync rounds, fast."""
+
+    def __init__(self, root: Path) -> None:
+        vault, _ = init_vault(root, "wikiwright", "wikiwright@localhost")
+        self.root = root
+        self.vault = vault
+        self.config = load_config(root, environ={**os.environ, "WIKIWRIGHT_GIT_REMOTE": "origin"})
+        self.ledger = Ledger(vault.db_path)
+        self.catalog = Catalog(vault)
+        self.catalog.refresh()
+        self.repo = GitRepo(root, lock_retry_seconds=2)
+        self.pipeline = Pipeline(self.config, vault, self.ledger, self.catalog, self.repo)
+        self.registrar = Registrar(vault, self.ledger, self.config.ingest.max_source_bytes, threading.Event())
+        self.syncer = Syncer(self.config, vault, self.ledger, self.catalog, self.repo)
+
+    def ingest(self, name: str, text: str) -> None:
+        path = self.vault.raw / name
+        path.write_text(text, encoding="utf-8")
+        self.registrar.register(path)
+        while self.pipeline.drain_once() is not None:
+            pass
+
+    def sync(self, expect: str | None = "ok") -> SyncReport:
+        report = self.syncer.round()
+        if expect == "ok":
+            assert report.state in ("up-to-date", "integrated", "pushed"), report
+        return report
+
+    def close(self) -> None:
+        self.ledger.close()
+        self.catalog.close()
+
+
+@pytest.fixture
+def world(tmp_path: Path, isolated_env: dict[str, str]) -> Iterator[tuple[Path, Machine, Machine]]:
+    """A bare remote, machine A (initialised, pushed) and machine B (a clone, initialised, synced)."""
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    (tmp_path / "a").mkdir()
+    subprocess.run(["git", "init", "-q", str(tmp_path / "a")], check=True)
+    git(tmp_path / "a", "remote", "add", "origin", str(remote))
+    a = Machine(tmp_path / "a")
+    a.sync()
+    subprocess.run(["git", "clone", "-q", str(remote), str(tmp_path / "b")], check=True)
+    b = Machine(tmp_path / "b")
+    b.sync()
+    yield remote, a, b
+    a.close()
+    b.close()
+
+
+def person_clone(remote: Path, where: Path, env: dict[str, str]) -> Path:
+    subprocess.run(["git", "clone", "-q", str(remote), str(where)], check=True, env=env)
+    return where
+
+
+def source_text(n: int, topic: str = "widgets") -> str:
+    return f"# Note {n:03d} about {topic}\n\nNote {n:03d} says that {topic} number {n} work well on Tuesdays.\n"
+
+
+def tracked_files(vault: Path) -> dict[str, str]:
+    out = git(vault, "ls-files", "-s")
+    return {line.split("\t", 1)[1]: line.split()[1] for line in out.splitlines()}
+
+
+def markers_in_history(vault: Path) -> list[str]:
+    """Every committed file, in every commit, that holds a conflict marker line."""
+    revs = git(vault, "rev-list", "--all").split()
+    found = subprocess.run(["git", "-C", str(vault), "grep", "-l", "-E", "^(<<<<<<<|>>>>>>>)( |$)", *revs],
+                           capture_output=True, text=True)
+    return [line for line in found.stdout.splitlines() if line]
+
+
+def ingests_by_source(vault: Path) -> Counter[str]:
+    """sha256 of every ingest commit in HEAD's history, minus ingests a sync merge undid."""
+    undone = set()
+    for line in git(vault, "log", "--format=%(trailers:key=Wikiwright-Duplicate,valueonly)").splitlines():
+        undone |= {item.split()[0] for item in line.split(",") if item.strip()}
+    counts: Counter[str] = Counter()
+    out = git(vault, "log", "--format=%H %(trailers:key=Wikiwright-Source,valueonly)",
+              "--grep=Wikiwright-Operation: ingest")
+    for line in out.splitlines():
+        if " sha256:" in line:
+            sha, rest = line.split(" ", 1)
+            if sha not in undone:
+                counts[rest.rsplit("sha256:", 1)[1].strip()] += 1
+    return counts
+
+
+# -- the pure parts --------------------------------------------------------------------------
+
+def test_page_merge_keeps_both_machines_claims_and_reapplies_supersession(vault) -> None:
+    repo = GitRepo(vault.root)
+
+    def merge3(base: str, ours: str, theirs: str, favour: str) -> tuple[str, bool]:
+        from wikiwright.vcs.remote import merge_file
+
+        return merge_file(repo, base, ours, theirs, favour)
+
+    head = "---\ntype: entity\ntitle: Billing API\nsources:\n- src-a\n---\n\n# Billing API\n\nIntro.\n\n"
+    old = "- `billing.rate`: 100 per second (as of 2026-01-01, [[src-a]])\n"
+    base = head + "## Claims\n" + old
+    ours = base.replace("sources:\n- src-a", "sources:\n- src-a\n- src-b") + \
+        "- `billing.region`: eu-west (as of 2026-02-01, [[src-b]])\n"
+    struck = "- ~~`billing.rate`: 100 per second (as of 2026-01-01, [[src-a]])~~ superseded by [[src-c]]\n"
+    theirs = (head.replace("sources:\n- src-a", "sources:\n- src-a\n- src-c") + "## Claims\n" + struck
+              + "- `billing.rate`: 50 per second (as of 2026-03-01, [[src-c]])\n")
+    result = merge_page(base, ours, theirs, merge3)
+    assert result.clean, result.notes
+    assert "- src-b" in result.text and "- src-c" in result.text
+    assert struck.strip() in result.text  # the other machine's supersession stands
+    assert "`billing.region`: eu-west" in result.text and "`billing.rate`: 50 per second" in result.text
+    assert f"\n{old}" not in result.text  # the old value is not current twice
+    assert not MARKER_RE.search(result.text)
+
+    # Both changed the same sentence: the remote's stays, ours comes back as a hunk; no marker.
+    clash = merge_page(base, base.replace("Intro.", "Intro from here."), base.replace("Intro.", "Intro from there."),
+                       merge3)
+    assert not clash.clean and "Intro from there." in clash.text and not MARKER_RE.search(clash.text)
+    assert any("Intro from here." in ours_lines for ours_lines, _ in clash.hunks)
+
+
+# -- two daemons, one remote ------------------------------------------------------------------
+
+def test_two_daemons_share_one_wiki(world: tuple[Path, Machine, Machine], isolated_env: dict[str, str]) -> None:
+    """Sources dropped on two machines, each with its own running daemon, syncing every second:
+    both working trees end identical, every source ingested exactly once in the shared history,
+    lint and doctor clean on both. 40 sources here; the issue's 200 in the slow variant below."""
+    share_one_wiki(world, isolated_env, 40)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.environ.get("WIKIWRIGHT_SYNC_200"), reason="the issue's 200 sources: WIKIWRIGHT_SYNC_200=1")
+def test_two_daemons_two_hundred_sources(world: tuple[Path, Machine, Machine], isolated_env: dict[str, str]) -> None:
+    share_one_wiki(world, isolated_env, 200)
+
+
+def share_one_wiki(world: tuple[Path, Machine, Machine], isolated_env: dict[str, str], sources: int) -> None:
+    env = sync_env(isolated_env)
+    remote, ma, mb = world
+    a, b = ma.root, mb.root
+    daemons = [start_daemon(a, env), start_daemon(b, env)]
+    try:
+        for n in range(sources):
+            target = a if n % 2 == 0 else b
+            (target / "raw" / f"note-{n:03d}.md").write_text(source_text(n), encoding="utf-8")
+
+        def settled() -> bool:
+            heads = {git(v, "rev-parse", "HEAD").strip() for v in (a, b)}
+            remote_head = subprocess.run(["git", "-C", str(remote), "rev-parse", "main"], capture_output=True,
+                                         text=True).stdout.strip()
+            pages = [len(list((v / "wiki" / "sources").glob("src-note-*.md"))) for v in (a, b)]
+            return len(heads) == 1 and remote_head in heads and pages == [sources, sources]
+
+        wait_for(settled, timeout=60 + sources, interval=0.5, what="both machines on one history with every page")
+        for proc in daemons:
+            proc.terminate()
+        for proc in daemons:
+            assert proc.wait(timeout=30) == 0, daemon_log(proc)[-3000:]
+    finally:
+        for proc in daemons:
+            if proc.poll() is None:
+                proc.kill()
+    # Both working trees identical (every tracked file, same bytes), nothing left uncommitted.
+    assert tracked_files(a) == tracked_files(b)
+    for vault in (a, b):
+        assert not git(vault, "status", "--porcelain", "--untracked-files=no").strip()
+    # Each source ingested exactly once in the shared history.
+    counts = ingests_by_source(a)
+    assert len(counts) == sources and set(counts.values()) == {1}, counts
+    assert not markers_in_history(a)
+    for vault in (a, b):
+        lint = ww(vault, env, "lint", "--json")
+        findings = json.loads(lint.stdout)["findings"]
+        assert not [f for f in findings if f["kind"] == "conflict-marker"], findings
+        doctor = ww(vault, env, "doctor", "--json", "--no-repair")
+        assert json.loads(doctor.stdout)["ok"], doctor.stdout
+    status = json.loads(ww(b, env, "status", "--json").stdout)
+    assert status["sync"]["ahead"] == 0 and status["sync"]["behind"] == 0, status["sync"]
+    log_a, log_b = (a / "wiki" / "log.md").read_text(), (b / "wiki" / "log.md").read_text()
+    assert log_a == log_b and sum(log_a.count(f"Note {n:03d} about") for n in range(sources)) == sources
+
+
+# -- concurrent edits ---------------------------------------------------------------------------
+
+def test_concurrent_edits_from_two_machines_and_a_person(world: tuple[Path, Machine, Machine], tmp_path: Path,
+                                                         isolated_env: dict[str, str]) -> None:
+    remote, ma, mb = world
+    a, b = ma.root, mb.root
+    ma.ingest("shared.md", source_text(1, "gadgets"))
+    ma.sync()
+    mb.sync()
+    page = "wiki/sources/src-shared.md"
+    assert (b / page).exists()
+    person = person_clone(remote, tmp_path / "person", isolated_env)
+
+    def edit(root: Path, old: str, new: str) -> None:
+        path = root / page
+        text = path.read_text(encoding="utf-8")
+        assert old in text, text
+        path.write_text(text.replace(old, new, 1), encoding="utf-8")
+
+    # The same line changed on A and on B (a real conflict); the person adds a line at the end
+    # and pushes first; B also adds a line of its own at the end (both additions stay).
+    original = (a / page).read_text(encoding="utf-8")
+    title_line = next(line for line in original.splitlines() if line.startswith("# "))
+    edit(a, title_line, title_line + " (edited on A)")
+    edit(b, title_line, title_line + " (edited on B)")
+    with (b / page).open("a", encoding="utf-8") as handle:
+        handle.write("\nA line only machine B wrote.\n")
+    with (person / page).open("a", encoding="utf-8") as handle:
+        handle.write("\nA line the person wrote in a third clone.\n")
+    git(person, "commit", "-qam", "my note")
+    git(person, "push", "-q", "origin", "main")
+    # A's and B's edits are uncommitted: the sync commits them first under the person's name.
+    for machine in (ma, mb, ma, mb):
+        machine.sync()
+    assert git(a, "rev-parse", "HEAD") == git(b, "rev-parse", "HEAD")
+    assert tracked_files(a) == tracked_files(b)
+    text = (a / page).read_text(encoding="utf-8")
+    review = (a / "REVIEW.md").read_text(encoding="utf-8")
+    # 0 lines lost: every line anyone wrote is on the page or quoted in REVIEW.md.
+    assert "A line only machine B wrote." in text and "A line the person wrote in a third clone." in text
+    # A pushed first, so B's merge met A's version: A's line stays, B's is quoted for review.
+    assert title_line + " (edited on A)" in text and "sync-conflict" in review
+    assert title_line + " (edited on B)" in review
+    assert not markers_in_history(a)
+    assert not MARKER_RE.search(text) and not MARKER_RE.search(review)
+    authors = git(a, "log", "--format=%an %s").splitlines()
+    assert any(line.startswith("Test Person edit: your changes") for line in authors), authors
+    lint = json.loads(ww(a, sync_env(isolated_env), "lint", "--json").stdout)
+    assert not [f for f in lint["findings"] if f["kind"] == "conflict-marker"]
+
+
+# -- offline, rejected, duplicates ----------------------------------------------------------------
+
+def test_remote_unreachable_then_back(world: tuple[Path, Machine, Machine], tmp_path: Path,
+                                      isolated_env: dict[str, str]) -> None:
+    remote, ma, mb = world
+    away = tmp_path / "remote-away.git"
+    remote.rename(away)
+    for n in range(3):
+        ma.ingest(f"offline-{n}.md", source_text(n, "offline"))
+    report = ma.sync(expect=None)
+    assert report.state == "offline" and "cannot be reached" in report.detail, report
+    status = ww(ma.root, sync_env(isolated_env), "status")
+    assert "3 commits not pushed" in status.stdout and "waits:" in status.stdout, status.stdout
+    away.rename(remote)
+    ma.syncer._save(next_try=0)  # the backoff would wait; the test does not
+    ma.sync()
+    mb.sync()
+    for n in range(3):
+        assert (mb.root / "wiki" / "sources" / f"src-offline-{n}.md").exists()
+    assert gather(ma.config, ma.vault)["sync"]["not_pushed"] == 0
+
+
+def test_rejected_push_is_integrated_and_retried(world: tuple[Path, Machine, Machine], tmp_path: Path,
+                                                 isolated_env: dict[str, str]) -> None:
+    remote, ma, _mb = world
+    person = person_clone(remote, tmp_path / "person", isolated_env)
+    ma.ingest("mine.md", source_text(7))
+    (person / "SCHEMA.md").write_text((person / "SCHEMA.md").read_text() + "\nA rule the person added.\n")
+    git(person, "commit", "-qam", "schema rule")
+    git(person, "push", "-q", "origin", "main")
+    # A pushes without having fetched: someone pushed first.
+    result, _detail = ma.syncer.remote.push()
+    assert result is PushResult.REJECTED
+    ma.sync()
+    log = git(ma.root, "log", "--format=%s", "origin/main")
+    assert "schema rule" in log and "ingest: Note 007 about widgets" in log
+    assert "A rule the person added." in (ma.root / "SCHEMA.md").read_text()
+
+
+def test_same_file_dropped_on_two_machines_is_ingested_once(world: tuple[Path, Machine, Machine],
+                                                            tmp_path: Path, isolated_env: dict[str, str]) -> None:
+    remote, ma, mb = world
+    data = source_text(9, "twins")
+    ma.ingest("twin.md", data)
+    mb.ingest("twin-copy.md", data)
+    for machine in (ma, mb, ma):
+        machine.sync()
+    assert tracked_files(ma.root) == tracked_files(mb.root)
+    pages = sorted(p.name for p in (ma.root / "wiki" / "sources").glob("*.md"))
+    assert pages == ["src-twin.md"], pages
+    assert set(ingests_by_source(ma.root).values()) == {1}
+    duplicates = gather(mb.config, mb.vault)["duplicates"]
+    assert [d["path"] for d in duplicates] == ["raw/twin-copy.md"], duplicates
+    # A third machine's fresh ledger is rebuilt from history: the same bytes are not ingested again.
+    subprocess.run(["git", "clone", "-q", str(remote), str(tmp_path / "c")], check=True)
+    mc = Machine(tmp_path / "c")
+    try:
+        mc.sync()
+        mc.ingest("twin.md", data)
+        assert mc.ledger.get_file("raw/twin.md").state == "ingested"
+        assert len(ingests_by_source(mc.root)) == 1 and git(mc.root, "status", "--porcelain", "wiki") == ""
+    finally:
+        mc.close()
+
+
+def test_a_round_killed_after_writing_files_is_undone_and_redone(world: tuple[Path, Machine, Machine],
+                                                                 isolated_env: dict[str, str]) -> None:
+    _remote, ma, mb = world
+    ma.ingest("from-a.md", source_text(3, "from-a"))
+    mb.ingest("from-b.md", source_text(3, "from-b"))
+    ma.sync()
+    head = git(mb.root, "rev-parse", "HEAD")
+    crashed = ww(mb.root, {**sync_env(isolated_env), "WIKIWRIGHT_CRASH_AT": "sync-files-written"}, "sync")
+    assert crashed.returncode != 0
+    assert git(mb.root, "rev-parse", "HEAD") == head  # HEAD never moved
+    assert (mb.vault.state / "sync-journal.json").exists()
+    mb.sync()
+    assert (mb.root / "wiki" / "sources" / "src-from-a.md").exists()
+    subjects = git(mb.root, "log", "--format=%an|%s").splitlines()
+    assert not [s for s in subjects if "edit: your changes" in s], subjects  # never the person's
+    assert not git(mb.root, "status", "--porcelain", "--untracked-files=no").strip()
+
+
+def test_sync_pauses_during_a_persons_merge(world: tuple[Path, Machine, Machine],
+                                            isolated_env: dict[str, str]) -> None:
+    _remote, ma, _mb = world
+    (ma.root / ".git" / "MERGE_HEAD").write_text(git(ma.root, "rev-parse", "HEAD"))
+    done = ww(ma.root, sync_env(isolated_env), "sync")
+    assert done.returncode == 1 and "merge is in progress" in done.stdout, done.stdout + done.stderr
+    assert "merge is in progress" in gather(ma.config, ma.vault)["sync"]["waiting"]
+    (ma.root / ".git" / "MERGE_HEAD").unlink()
+    ma.sync()
+
+
+def test_consolidation_claim_first_push_wins(world: tuple[Path, Machine, Machine]) -> None:
+    _remote, ma, mb = world
+    remotes = [Remote(GitRepo(m.root), "origin", "main") for m in (ma, mb)]
+    for remote in remotes:
+        remote.fetch()
+    first, _ = remotes[0].push_claim("consolidation claim a")
+    second, _ = remotes[1].push_claim("consolidation claim b")
+    assert (first, second) == (PushResult.PUSHED, PushResult.REJECTED)
+    remotes[1].fetch()
+    claim = remotes[1].last_claim()
+    assert claim is not None and claim[1] == "consolidation claim a"
