@@ -21,6 +21,12 @@ class VaultError(WikiwrightError):
     """The vault is missing, malformed, or cannot be found."""
 
 
+class VaultMoved(VaultError):
+    """The vault folder was moved, renamed or replaced while a process worked in it."""
+
+    exit_code = 4
+
+
 class VaultLockedError(VaultError):
     """Another wikiwright process already holds the vault's writer lock."""
 

@@ -95,7 +95,9 @@ def _atomic_write(
 ) -> bool:
     """The temp-fsync-rename dance; with ``unchanged_since``, gives up (False) if ``path`` changed."""
     from ..core.crashpoints import crash_point
+    from ..core.rootguard import check_path
 
+    check_path(path.parent)  # never recreate a moved vault's folders at its old path
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}{TEMP_MARKER}", dir=path.parent)
     tmp = Path(tmp_name)

@@ -10,6 +10,8 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from ..core.rootguard import check_path
+
 
 class PageLocks:
     """One lock per page name, made on first use and dropped when nobody holds or waits for it
@@ -91,6 +93,7 @@ def vault_write_lock(state_dir: Path) -> Iterator[None]:
             finally:
                 _HELD[key] = depth
             return
+        check_path(state_dir)  # a moved vault: no lock file recreated at its old path
         state_dir.mkdir(parents=True, exist_ok=True)
         fd = os.open(state_dir / "write.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         try:

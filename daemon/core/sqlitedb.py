@@ -10,6 +10,8 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+from ..core.rootguard import check_path
+
 
 def open_db(path: Path, schema: str, *, synchronous: str | None = None, autocommit: bool = True) -> sqlite3.Connection:
     """A connection to ``path`` with ``schema`` applied.
@@ -18,6 +20,7 @@ def open_db(path: Path, schema: str, *, synchronous: str | None = None, autocomm
     implicit ones (``with connection:``). ``synchronous``: FULL for records that must survive
     a power cut, NORMAL for caches that can be rebuilt; None keeps SQLite's default.
     """
+    check_path(path.parent)
     path.parent.mkdir(parents=True, exist_ok=True)
     if autocommit:
         db = sqlite3.connect(path, check_same_thread=False, timeout=30, isolation_level=None)

@@ -21,8 +21,9 @@ from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any
 
+from ..core import rootguard
 from ..core.config import Config
-from ..core.errors import ConfigError, WikiwrightError
+from ..core.errors import ConfigError, VaultMoved, WikiwrightError
 from ..core.fsutil import atomic_write_text
 from ..core.vault import Vault, VaultLock
 from ..ingest.pipeline import Pipeline
@@ -101,6 +102,8 @@ class Daemon:
     def run(self) -> int:
         self.install_signal_handlers()
         self._lock.acquire()  # raises VaultLockedError before anything else starts
+        # The root's device and inode: a vault renamed while we run is noticed, never recreated.
+        rootguard.guard(self.vault.root)
         try:
             self.setup()
             while not self.stop_requested.is_set():
@@ -109,6 +112,7 @@ class Daemon:
             sd_notify("STOPPING=1")
         finally:
             code = self.teardown()
+            rootguard.release(self.vault.root)
         if self.fatal is not None:
             raise self.fatal  # the command line reports it (exit code of the error)
         return code
@@ -195,6 +199,8 @@ class Daemon:
 
     def once(self) -> None:
         self.stop_requested.wait(1.0)
+        if self._vault_moved():
+            return
         now = time.time()
         if now - self._last_heartbeat >= HEARTBEAT_SECONDS:
             self.write_heartbeat()
@@ -216,6 +222,19 @@ class Daemon:
             self.watcher.stop()
             self.watcher.start()
             self._rescan_job()
+
+    def _vault_moved(self) -> bool:
+        """The vault folder was renamed or replaced: say so and stop with an error exit (the
+        service manager shows it); nothing is written at the old path from here on."""
+        reason = rootguard.moved(self.vault.root)
+        if not reason:
+            return False
+        if self.fatal is None:
+            log.error("%s; stopping (start wikiwright again on the vault's new path)", reason)
+            self.fatal = VaultMoved(f"{reason}; the daemon stopped (start it again on the vault's new path)")
+            sd_notify(f"STATUS=stopped: {reason}")
+        self.stop_requested.set()
+        return True
 
     def teardown(self) -> int:
         if self.control is not None:
@@ -281,6 +300,9 @@ class Daemon:
             if not self.model_ready.is_set():
                 self.stop_requested.wait(0.1)  # jobs need the model client; it is still loading
                 continue
+            if rootguard.moved(self.vault.root):
+                self.stop_requested.wait(0.5)  # the main loop stops the daemon; no job starts meanwhile
+                continue
             result = self.pipeline.drain_once()
             if result is not None and result.state == "ingested":
                 self.health.last_ingest = time.time()
@@ -332,6 +354,8 @@ class Daemon:
 
     def write_heartbeat(self, stopped: bool = False) -> None:
         self._last_heartbeat = time.time()
+        if rootguard.moved(self.vault.root):
+            return  # never recreate .wikiwright/heartbeat.json at a moved vault's old path
         watcher = getattr(self, "watcher", None)
         data = {
             "pid": os.getpid(),
@@ -353,7 +377,7 @@ class Daemon:
         }
         try:
             atomic_write_text(self.vault.state / "heartbeat.json", json.dumps(data) + "\n", crash_hooks=False)
-        except OSError as exc:
+        except (OSError, VaultMoved) as exc:
             log.warning("cannot write the heartbeat: %s", exc)
         state = "unhealthy: " + "; ".join(self.health.problems) if self.health.problems else "healthy"
         sd_notify(f"STATUS=queue {data['queue']}, watcher {'alive' if data['watcher_alive'] else 'DOWN'}, {state}")
