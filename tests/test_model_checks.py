@@ -52,10 +52,10 @@ BAD_OPS = [
     ({"op": "add_to_section", "page": "billing-api", "heading": "Diagram",
       "text": "![x](https://evil.example/track.png)"}, "remote image"),
     ({"op": "add_to_section", "page": "billing-api", "heading": "Embed",
-      "text": "<script src=\"https://evil.example/x.js\"></script>"}, "<script> tag"),
+      "text": "<script src=\"https://evil.example/x.js\"></script>"}, "`<script>` element"),
     ({"op": "add_to_section", "page": "billing-api", "heading": "Embed",
-      "text": "<iframe src=\"https://evil.example/other\"></iframe>"}, "<iframe> tag that is not in the source"),
-    ({"op": "add_to_section", "page": "billing-api", "heading": "Code", "text": "<object data=x>"}, "<object> tag"),
+      "text": "<iframe src=\"https://evil.example/other\"></iframe>"}, "`<iframe>` element"),
+    ({"op": "add_to_section", "page": "billing-api", "heading": "Code", "text": "<object data=x>"}, "`<object>` element"),
     ({"op": "close_question", "page": "billing-api", "question": "Is there a question?", "answer": "no"},
      "no open question"),
 ]
@@ -89,17 +89,21 @@ def test_a_failing_operation_is_held_with_its_reason_and_the_rest_applies(
     assert list((services.vault.state / "held").glob("*.json"))
 
 
-def test_remote_markup_present_in_the_source_is_allowed(services: Services) -> None:
+def test_remote_markup_is_held_even_when_the_source_has_it(services: Services) -> None:
+    # Issue 10: Obsidian fetches a remote image when the page opens (the reader's address leaks),
+    # and an iframe is never allowed: being in the source does not make either safe.
     op = {"op": "add_to_section", "page": "billing-api", "heading": "Architecture",
           "text": "![diagram](https://example.com/arch.png)\n<iframe src=\"https://example.com/embed\"></iframe>"}
     server = seeded(services, [reply(op)])
     try:
-        services.drop("notes.md", SOURCE)
+        services.drop("notes.md", SOURCE + "\n![diagram](https://example.com/arch.png)\n"
+                      "<iframe src=\"https://example.com/embed\"></iframe>\n")
         services.drain()
     finally:
         server.close()
-    assert "https://example.com/arch.png" in page(services, "billing-api")
-    assert held_lines(services) == []
+    assert "https://example.com/arch.png" not in page(services, "billing-api")
+    lines = held_lines(services)
+    assert len(lines) == 1 and "remote image" in lines[0] and "`<iframe>` element" in lines[0], lines
 
 
 def test_more_pages_than_the_limit_holds_the_whole_reply(services: Services) -> None:

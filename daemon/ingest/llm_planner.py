@@ -41,12 +41,13 @@ from ..ingest.cost import (
 from ..ingest.llm import LLMClient
 from ..ingest.offline import SourceDigest, find_dates, render_source_page
 from ..ingest.operations import REPLY_SCHEMA, Held, Workspace, summarize_op
-from ..ingest.plan import IngestPlan, source_page_name
+from ..ingest.plan import IngestPlan, redact_source, source_page_name
 from ..intake.extract import SourceText
 from ..intake.ledger import FileRecord, Ledger
 from ..wiki.catalog import Catalog
 from ..wiki.pages import SPECIAL_PAGES, Page, parse_page, render_page
 from ..wiki.reviewfile import HELD_BACK, Proposal, proposal
+from ..wiki.sanitize import clean_line, code_span
 from ..wiki.writer import PageChange
 
 log = logging.getLogger(__name__)
@@ -92,7 +93,7 @@ def held_proposals(record: FileRecord, source_page: str, held: list[Held]) -> li
     operation, so a retried ingest never proposes the same operation twice."""
     stem = source_page.rsplit("/", 1)[-1]
     return [
-        proposal(HELD_BACK, f"`{record.path}` → {h.line()}", [h.page] if h.page else [],
+        proposal(HELD_BACK, f"{code_span(record.path)} → {h.line()}", [h.page] if h.page else [],
                  {"action": "apply-op", "op": h.op, "source_page": stem, "reason": h.reason},
                  facts={"source": record.sha256, "op": h.op})
         for h in held
@@ -136,6 +137,8 @@ class ModelPlanner:
         wait = self._paused_until - time.time()
         if wait > 0:
             raise LLMTransientError(f"model calls paused {wait:.0f}s more: {self._pause_reason}", retry_after=wait)
+        # Secrets are replaced before anything is planned: the model never sees them.
+        source, secrets = redact_source(self.config, source, self.ledger, record.path)
         page = source_page_name(self.ledger, self.vault, record.path)
         stem = page.rsplit("/", 1)[-1]
         text = source.text
@@ -144,6 +147,7 @@ class ModelPlanner:
         workspace = Workspace(
             self.vault, stem, text, today, self.config.llm.max_section_shrink,
             find_claim_pages=lambda key: self.catalog.phrase_pages(key),
+            allow_remote_images=self.config.pages.allow_remote_images,
         )
         exclude = {page, *SPECIAL_PAGES} - {"overview"}
         routing = route(self.catalog, text, exclude)
@@ -166,7 +170,10 @@ class ModelPlanner:
                          record.path, ", ".join(moved))
             self._apply(reply[0], workspace)
         first = replies[0]
-        title = str(first.get("title") or Path(record.path).stem).strip()[:120]
+        # The source page gets the reply's title as it came (its sanitizer notes what it cleaned);
+        # the commit subject and log.md get the cleaned one.
+        reply_title = str(first.get("title") or Path(record.path).stem).strip()[:120]
+        title = clean_line(reply_title).text or "untitled"
         summary = " ".join(str(r.get("summary") or "") for r in replies).strip()
         key_points = [str(p) for r in replies for p in r.get("key_points") or []][:12]
         # The base is the text the operations were applied to (read after the model replied):
@@ -179,8 +186,8 @@ class ModelPlanner:
         statements = [op for r in replies for op in r.get("operations") or []
                       if isinstance(op, dict) and op.get("op") == "add_claim"
                       and not any(h.op is op for h in workspace.held)]
-        source_text = self._source_page(record, source, data, title, summary, key_points, touched,
-                                        statements, today, page)
+        source_text = self._source_page(record, source, data, reply_title, summary, key_points, touched,
+                                        statements, today, page, secrets)
         changes.insert(0, PageChange(page, source_text, base=self._read(page), reason="source page"))
         held = held_proposals(record, page, workspace.held)
         if workspace.held:
@@ -296,7 +303,7 @@ class ModelPlanner:
 
     def _source_page(self, record: FileRecord, source: SourceText, data: bytes, title: str, summary: str,
                      key_points: list[str], touched: list[str], statements: list[dict[str, Any]],
-                     today: date, page: str) -> str:
+                     today: date, page: str, secrets: list[str] | None = None) -> str:
         digest = SourceDigest(title, summary, key_points, find_dates(source.text), [])
         links = []
         for name in touched:
@@ -305,6 +312,7 @@ class ModelPlanner:
         text = render_source_page(
             digest_=digest, source_path=record.path, sha256=record.sha256, encoding=source.encoding,
             kind=source.kind, links=links, today=today, size=len(data),
+            allow_remote_images=self.config.pages.allow_remote_images, secrets=secrets,
         )
         parsed = parse_page(text)
         parsed.meta["engine"] = self.engine
@@ -312,8 +320,10 @@ class ModelPlanner:
         if statements:
             lines = ["## Statements", ""]
             for op in statements:
-                quote = " ".join(str(op.get("quote", "")).split())
-                lines.append(f"- `{op.get('key')}`: {op.get('value')} (as of {op.get('as_of')}) — “{quote}”")
+                # The quote is the source's own text: it goes through the sanitizer like the rest.
+                quote = clean_line(str(op.get("quote", ""))).text
+                value = clean_line(str(op.get("value", ""))).text
+                lines.append(f"- `{op.get('key')}`: {value} (as of {op.get('as_of')}) — “{quote}”")
             body = body.rstrip("\n") + "\n\n" + "\n".join(lines) + "\n"
         parsed.body = body
         return render_page(parsed)

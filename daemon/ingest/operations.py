@@ -33,6 +33,14 @@ from ..wiki.pages import (
     set_section,
     slugify,
 )
+from ..wiki.sanitize import (
+    clean_line,
+    clean_markdown,
+    code_span,
+    link_target_problem,
+    lookalike_problem,
+    one_line,
+)
 
 log = logging.getLogger(__name__)
 
@@ -109,35 +117,43 @@ def schemas_document() -> dict[str, Any]:
 
 # -- checks on model text -----------------------------------------------------------------------
 
-# Never written by the model, whatever the source says (outside code, where they are text).
-_ACTIVE_TAG_RE = re.compile(r"<\s*(script|object|embed|frame|frameset|applet|base|form|meta|link)\b",
-                            re.IGNORECASE)
-_IFRAME_RE = re.compile(r"<\s*iframe\b[^>]*>?", re.IGNORECASE)
-_MD_IMAGE_RE = re.compile(r"!\[[^\]]*\]\(\s*<?([a-z][a-z0-9+.-]*:[^)\s>]+)", re.IGNORECASE)
-_IMG_TAG_RE = re.compile(r"<\s*img\b[^>]*\bsrc\s*=\s*[\"']?([^\"'\s>]+)", re.IGNORECASE)
-_JS_URL_RE = re.compile(r"\]\(\s*<?\s*(javascript|vbscript|data):", re.IGNORECASE)
-_CODE_RE = re.compile(r"^(```|~~~).*?^\1[ \t]*$|`[^`\n]+`", re.DOTALL | re.MULTILINE)
+# Fields of an operation that become page text, and whether each is one line.
+_MULTILINE_FIELDS = ("body", "text")
+_LINE_FIELDS = ("title", "summary", "answer", "value", "question", "heading")
+_STRICT_LINE_FIELDS = ("title", "heading")  # written as they are; the others are squashed to one line
+_LIST_FIELDS = ("aliases",)
 
 
-def unsafe_markup(text: str, source: str) -> str:
-    """A reason when ``text`` carries scripts, or remote images or iframes the source lacks."""
-    text = _CODE_RE.sub(" ", text)
-    lowered_source = source.casefold()
-    tag = _ACTIVE_TAG_RE.search(text)
-    if tag:
-        return f"contains a <{tag.group(1).lower()}> tag (active content is never written to a page)"
-    for match in _IFRAME_RE.finditer(text):
-        if match.group(0).casefold() not in lowered_source:
-            return "contains an <iframe> tag that is not in the source"
-    for pattern in (_MD_IMAGE_RE, _IMG_TAG_RE):
-        for match in pattern.finditer(text):
-            url = match.group(1)
-            if re.match(r"[a-z][a-z0-9+.-]*:", url, re.IGNORECASE) and url not in source:
-                return f"embeds a remote image ({url[:80]}) that is not in the source"
-    js = _JS_URL_RE.search(text)
-    if js:
-        return f"contains a {js.group(1).lower()}: link"
-    return ""
+def unsafe_text(op: dict[str, Any], allow_remote_images: bool = False) -> str:
+    """Why the page text an operation carries is unsafe (wiki/sanitize.py), else ''.
+
+    The model path holds such an operation back (REVIEW.md shows the reason) rather than
+    applying a cleaned version a person has not seen.
+    """
+    problems: list[str] = []
+    for key in _MULTILINE_FIELDS:
+        if isinstance(op.get(key), str):
+            problems += [f"{key}: {note}" for note in
+                         clean_markdown(op[key], allow_remote_images=allow_remote_images).notes]
+    for key in _LINE_FIELDS:
+        if isinstance(op.get(key), str):
+            value = op[key]
+            flat = " ".join(value.split())
+            if one_line(flat) != flat or (key in _STRICT_LINE_FIELDS and flat != value.strip()):
+                # A line break could add lines (a heading, a list item, front matter) to the page.
+                problems.append(f"{key}: a one-line value holds line breaks or control characters")
+            problems += [f"{key}: {note}" for note in
+                         clean_markdown(value, allow_remote_images=allow_remote_images).notes]
+    for key in _LIST_FIELDS:
+        for item in op.get(key) or []:
+            if not isinstance(item, str):
+                continue
+            problem = link_target_problem(item.strip())
+            if problem:
+                problems.append(f"{key}: {problem.replace('link target', 'alias')}")
+            notes = clean_markdown(item, allow_remote_images=allow_remote_images).notes
+            problems += [f"{key}: {note}" for note in notes]
+    return "; ".join(dict.fromkeys(problems))
 
 
 def _squash(text: str) -> str:
@@ -186,7 +202,10 @@ class Held:
     op: dict[str, Any]
 
     def line(self) -> str:
-        return f"{self.page or '(no page)'}: {self.reason} — proposed {summarize_op(self.op)}"
+        # REVIEW.md is rendered too: the model's text is shown only inside a code span, and the
+        # reason (which may quote it) goes through the sanitizer.
+        page = code_span(self.page) if self.page else "(no page)"
+        return f"{page}: {clean_line(self.reason).text} — proposed {summarize_op(self.op)}"
 
 
 def summarize_op(op: dict[str, Any]) -> str:
@@ -196,7 +215,7 @@ def summarize_op(op: dict[str, Any]) -> str:
     if text:
         detail["text"] = _squash(str(text))[:80] + ("…" if len(str(text)) > 80 else "")
     shown = json.dumps(detail, ensure_ascii=False)
-    return f"`{kind}` {shown[:300]}"
+    return f"{code_span(kind)} {code_span(shown[:300])}"
 
 
 @dataclass
@@ -224,6 +243,8 @@ class Workspace:
     # A person approved the operation in REVIEW.md: the checks they can vouch for (the quote
     # found verbatim) are waived; the safety checks never are.
     approved: bool = False
+    # pages.allow_remote_images: remote images in the model's text are held back when off.
+    allow_remote_images: bool = False
     pages: dict[str, PageState] = field(default_factory=dict)
     held: list[Held] = field(default_factory=list)
     claims_added: int = 0
@@ -304,12 +325,14 @@ class Workspace:
         if problem:
             self.hold(op, problem)
             return False
-        for key in ("body", "text", "summary", "title", "answer", "value"):
-            if isinstance(op.get(key), str):
-                reason = unsafe_markup(op[key], self.source_text)
-                if reason:
-                    self.hold(op, reason)
-                    return False
+        reason = unsafe_text(op, self.allow_remote_images)
+        if reason:
+            self.hold(op, f"unsafe page text ({reason})")
+            return False
+        reason = self._lookalike(name)
+        if reason:
+            self.hold(op, reason)
+            return False
         handler = getattr(self, f"_op_{op.get('op')}", None)
         if handler is None:
             self.hold(op, f"unknown operation {op.get('op')!r}")
@@ -319,6 +342,14 @@ class Workspace:
             self.hold(op, reason)
             return False
         return True
+
+    def _lookalike(self, name: str) -> str:
+        """A page that does not exist yet may not pass for one that does (homoglyphs, NFD)."""
+        if name in self.pages or self.vault.wiki_path(f"{name}.md").exists():
+            return ""
+        existing = [p.stem for p in self.vault.wiki.glob("*.md")]
+        existing += [n for n in self.pages if "/" not in n]
+        return lookalike_problem(name, existing)
 
     def _op_create_page(self, name: str, op: dict[str, Any]) -> str:
         if name in SPECIAL_PAGES:
@@ -476,11 +507,18 @@ class Workspace:
         state = self._ensure(name)
         targets = []
         for target in op["links"]:
-            target = str(target).strip().removeprefix("[[").removesuffix("]]").split("|")[0].strip()
+            target = str(target).strip()
+            if target.startswith("[[") and target.endswith("]]"):
+                target = target[2:-2].strip()  # "[[page]]" means page; anything else inside is checked
             if not target or target == name:
                 continue
-            if page_name_problem(target, self.vault) and not target.startswith("src-"):
-                return f"link target {target!r} is not a valid page name"
+            # Source pages (src-…) are checked like any other: a target is one valid page name.
+            problem = link_target_problem(target) or page_name_problem(target, self.vault)
+            if problem:
+                return f"link target {target!r} is not a valid page name: {problem}"
+            problem = self._lookalike(target)
+            if problem:
+                return problem
             targets.append(target)
         section = get_section(state.page.body, "Related")
         present = {link.target.casefold() for link in iter_links(section or "")}

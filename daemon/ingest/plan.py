@@ -6,23 +6,26 @@ planner with the same result type, and its output passes through the same checks
 
 from __future__ import annotations
 
+import dataclasses
 import logging
-import os
-import stat
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 
 from ..core.config import Config
-from ..core.errors import SourceNotReady, SourceRejected
+from ..core.errors import SourceNotReady
 from ..core.fsutil import sha256_bytes
+from ..core.secrets import scan
 from ..core.vault import Vault
 from ..ingest.offline import ENGINE_NAME, digest, render_source_page
 from ..intake.extract import SourceText, read_source
 from ..intake.ledger import FileRecord, Ledger
+from ..intake.names import disk_path
+from ..intake.safeopen import read_inside
 from ..wiki.catalog import Catalog
 from ..wiki.pages import slugify, unique_name
 from ..wiki.reviewfile import Proposal
+from ..wiki.sanitize import clean_line
 from ..wiki.writer import PageChange
 
 log = logging.getLogger(__name__)
@@ -48,32 +51,38 @@ class IngestPlan:
         return [change.page for change in self.changes]
 
 
-def read_source_bytes(vault: Vault, record: FileRecord, max_bytes: int) -> bytes:
-    """Read a queued file safely: regular file inside raw/, size limit, content unchanged."""
-    path = vault.root / record.path
-    try:
-        st = path.lstat()
-    except FileNotFoundError:
-        raise SourceRejected("missing", "was removed from raw/ before it could be ingested") from None
-    if stat.S_ISLNK(st.st_mode):
-        raise SourceRejected("symlink", "is a symbolic link; links are never followed")
-    if not stat.S_ISREG(st.st_mode):
-        raise SourceRejected("not-a-file", "is not a regular file (FIFO, socket or device)")
-    if st.st_size > max_bytes:
-        raise SourceRejected(
-            "too-large", f"is {st.st_size} bytes, over the limit of {max_bytes} (ingest.max_source_bytes); "
-            "split it or raise the limit",
-        )
-    # O_NOFOLLOW|O_NONBLOCK: a file swapped for a link or FIFO after lstat can neither
-    # redirect the read nor block it.
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    with os.fdopen(fd, "rb") as handle:
-        data = handle.read(max_bytes + 1)
-    if len(data) > max_bytes:
-        raise SourceRejected("too-large", f"grew past the limit of {max_bytes} bytes while being read")
+def read_source_bytes(vault: Vault, record: FileRecord, max_bytes: int, *, allow_hard_links: bool = False) -> bytes:
+    """Read a queued file safely: reached without following a link anywhere on its path, a
+    regular file inside raw/ (checked on the open descriptor), size limit, content unchanged."""
+    top = vault.raw if record.kind == "raw" else vault.logs
+    data = read_inside(top, disk_path(vault.root, record.path), max_bytes, allow_hard_links=allow_hard_links)
     if sha256_bytes(data) != record.sha256:
         raise SourceNotReady(f"{record.path} changed since it was queued (still being written?)")
     return data
+
+
+def redact_source(config: Config, source: SourceText, ledger: Ledger | None = None,
+                  path: str = "") -> tuple[SourceText, list[str]]:
+    """The source with its secrets replaced (``llm.redact_secrets``), and the kinds found.
+
+    Both engines plan from this text, so a secret reaches neither a prompt nor a page. The
+    source page names the kinds, and ``status`` shows a notice (kinds only, never a value).
+    """
+    if not config.llm.redact_secrets:
+        return source, []
+    text, kinds = scan(source.text)
+    changes: dict[str, str] = {"text": text}
+    for name in ("doc_title", "html_title"):  # the document's own title, whichever the extractor keeps
+        if name in {f.name for f in dataclasses.fields(source)}:
+            changes[name], title_kinds = scan(getattr(source, name))
+            kinds = sorted({*kinds, *title_kinds})
+    if kinds:
+        log.info("%s held secrets (%s); they are redacted before planning", path or "a source", ", ".join(kinds))
+        if ledger is not None:
+            ledger.set_notice("secrets-redacted", f"{path} contained secrets ({', '.join(kinds)}); they were "
+                              "redacted before planning: no model, page, commit or log holds the values")
+        source = dataclasses.replace(source, **changes)
+    return source, kinds
 
 
 def source_page_name(ledger: Ledger, vault: Vault, source_path: str) -> str:
@@ -99,6 +108,7 @@ class OfflinePlanner:
         self.catalog = catalog
 
     def plan(self, record: FileRecord, source: SourceText, data: bytes, today: date) -> IngestPlan:
+        source, secrets = redact_source(self.config, source, self.ledger, record.path)
         page = source_page_name(self.ledger, self.vault, record.path)
         fallback = Path(record.path).stem.replace("_", " ").replace("-", " ").strip() or Path(record.path).name
         summary = digest(
@@ -114,14 +124,16 @@ class OfflinePlanner:
         text = render_source_page(
             digest_=summary, source_path=record.path, sha256=record.sha256, encoding=source.encoding,
             kind=source.kind, links=links, today=today, size=len(data),
+            allow_remote_images=self.config.pages.allow_remote_images, secrets=secrets,
         )
         return IngestPlan(
-            record=record, title=summary.title, source_page=page,
+            record=record, title=clean_line(summary.title).text or "untitled", source_page=page,
             changes=[PageChange(page, text, reason="source page")], engine=self.engine,
             links=[stem for stem, _ in links],
         )
 
 
 def prepare(config: Config, vault: Vault, record: FileRecord) -> tuple[SourceText, bytes]:
-    data = read_source_bytes(vault, record, config.ingest.max_source_bytes)
-    return read_source(vault.root / record.path, data), data
+    data = read_source_bytes(vault, record, config.ingest.max_source_bytes,
+                             allow_hard_links=config.ingest.allow_hard_links)
+    return read_source(disk_path(vault.root, record.path), data), data
