@@ -250,6 +250,7 @@ def run_claude_code_hook(payload: dict[str, Any], vault: Vault, now: datetime | 
 
 QUEUE_DIR = "wikiwright"
 SEEN_KEEP = 2000
+REFLOG_LOOKBACK = 2000
 MAX_REBASE_SUBJECTS = 5
 
 
@@ -277,19 +278,26 @@ def queue_dir(repo_dir: Path) -> Path:
     return Path(common) / QUEUE_DIR
 
 
-def read_queue(folder: Path) -> list[QueuedEvent]:
-    """The queued events in the order the hooks wrote them (unreadable entries are dropped)."""
+def read_queue(folder: Path, repo_dir: Path | None = None) -> list[QueuedEvent]:
+    """The queued events in the order git made them (by the HEAD reflog, given ``repo_dir``).
+
+    An entry still being written (no final newline yet) is left for the next read; one that
+    cannot be read at all is dropped with a warning.
+    """
     events = []
     try:
-        names = sorted(entry.name for entry in os.scandir(folder / "queue") if not entry.name.startswith("."))
+        names = [entry.name for entry in os.scandir(folder / "queue") if not entry.name.startswith(".")]
     except FileNotFoundError:
         return []
     for name in names:
         path = folder / "queue" / name
         try:
-            lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+            data = path.read_text(encoding="utf-8", errors="replace")
         except OSError:
             continue
+        if not data.endswith("\n"):
+            continue  # the hook is writing it
+        lines = data.splitlines()
         head = lines[0].split("\t") if lines else []
         if len(head) >= 2 and head[0] == "commit":
             events.append(QueuedEvent(path, "commit", sha=head[1], branch=_field(head, 2),
@@ -301,7 +309,29 @@ def read_queue(folder: Path) -> list[QueuedEvent]:
             log.warning("dropping an unreadable git hook queue entry: %s", path)
             with contextlib.suppress(OSError):
                 path.unlink()
-    return events
+    return _in_commit_order(events, repo_dir)
+
+
+def _in_commit_order(events: list[QueuedEvent], repo_dir: Path | None) -> list[QueuedEvent]:
+    """Oldest first: by the position of the event's commit in the HEAD reflog (a burst of
+    commits within one second has no other reliable order); entries the reflog no longer
+    shows come first, by file time."""
+    position: dict[str, int] = {}
+    if repo_dir is not None and events:
+        with contextlib.suppress(subprocess.SubprocessError, OSError):
+            out = _git(repo_dir, "log", "-g", f"-n{REFLOG_LOOKBACK}", "--format=%H", "HEAD")
+            for n, sha in enumerate(reversed(out.split())):
+                position.setdefault(sha, n)
+
+    def order(event: QueuedEvent) -> tuple[int, float, str]:
+        sha = event.sha if event.kind == "commit" else (event.pairs[-1][1] if event.pairs else "")
+        try:
+            mtime = event.path.stat().st_mtime
+        except OSError:
+            mtime = 0.0
+        return (position.get(sha, -1), mtime, event.path.name)
+
+    return sorted(events, key=order)
 
 
 def _field(parts: list[str], index: int) -> str:
@@ -406,7 +436,7 @@ def release_drain_flag(folder: Path) -> None:
 
 def _drain_once(repo_dir: Path, top: Path, folder: Path, vault: Vault, now: datetime | None) -> AppendResult | None:
     with _queue_lock(folder):
-        events = read_queue(folder)
+        events = read_queue(folder, repo_dir)
         if top == vault.root.resolve():
             for event in events:  # the vault's own commits (the daemon's) are not work to log
                 with contextlib.suppress(OSError):
