@@ -20,7 +20,6 @@ import contextlib
 import io
 import logging
 import os
-import socket
 import sys
 import threading
 import time
@@ -57,6 +56,8 @@ def delegate(args: argparse.Namespace, argv: list[str]) -> int | None:
     path = proto.socket_path(vault.state)
     if not os.path.exists(path):
         return None
+    import socket  # only when a daemon may be listening
+
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
     try:
         sock.settimeout(CONNECT_TIMEOUT)
@@ -74,7 +75,7 @@ def delegate(args: argparse.Namespace, argv: list[str]) -> int | None:
         sock.close()
 
 
-def _stream(sock: socket.socket, path: Path) -> int | None:
+def _stream(sock: Any, path: Path) -> int | None:
     received = False
     with sock.makefile("rb") as stream:
         while True:

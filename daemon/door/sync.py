@@ -53,8 +53,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import git
-
 from ..core.config import Config
 from ..core.crashpoints import crash_point
 from ..core.errors import CommitPaused, WikiwrightError
@@ -64,7 +62,12 @@ from ..core.opkinds import OpKind
 from ..core.vault import Vault
 from ..intake.ledger import Ledger
 from ..vcs.remote import MergeTree, PushResult, Remote, RemoteError, merge_file
-from ..vcs.repo import GitRepo, format_message, git_blob_id
+from ..vcs.repo import (
+    GitRepo,
+    format_message,
+    git,  # GitPython, imported only when one of its errors is raised or matched
+    git_blob_id,
+)
 from ..wiki.catalog import Catalog
 from ..wiki.index import INDEX_END, INDEX_START, block_of, render_index_block, splice_index
 from ..wiki.pagemerge import PageMerge, merge_page, merge_plain

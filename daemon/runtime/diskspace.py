@@ -17,7 +17,6 @@ from typing import Any
 
 from ..core.vault import Vault
 from ..intake.names import relative_name
-from ..intake.watch import ignore_rule
 
 # Below this many free bytes a write of a page, a commit or a queue row fails.
 DISK_FULL_BYTES = 1 << 20
@@ -33,6 +32,8 @@ def free_bytes(path: Path) -> int | None:
 
 def unrecorded_inputs(vault: Vault, known: set[str]) -> list[str]:
     """Files in raw/ a rescan would queue that the ledger has no row for (ledger names)."""
+    from ..intake.watch import ignore_rule  # only with a full disk: status need not import watchdog
+
     waiting = []
     for dirpath, dirnames, filenames in os.walk(vault.raw, followlinks=False):
         dirnames[:] = [d for d in dirnames if not d.startswith(".")]

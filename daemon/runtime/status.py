@@ -46,9 +46,11 @@ def gather(config: Config, vault: Vault, *, recent: int = 5) -> dict[str, Any]:
             notices.append(disk_notice)
             pending += waiting
             counts["pending"] = counts.get("pending", 0) + len(waiting)
-        from ..door.sync import sync_summary
+        sync: dict[str, Any] = {"enabled": False}
+        if config.git.remote.strip():  # the sync machinery is imported only where sync is on
+            from ..door.sync import sync_summary
 
-        sync = sync_summary(config, ledger, GitRepo(vault.root))
+            sync = sync_summary(config, ledger, GitRepo(vault.root))
     finally:
         ledger.close()
     holder = VaultLock(vault).holder()
@@ -97,10 +99,12 @@ def gather(config: Config, vault: Vault, *, recent: int = 5) -> dict[str, Any]:
 
 def consolidation_summary(config: Config, vault: Vault, ledger: Ledger) -> dict[str, Any]:
     """The daily logs waiting for consolidation and the gate they wait for (read only)."""
-    from ..memory.consolidate import Consolidator, load_cursor, new_log_content
+    # The gate module, not the consolidator: status does not import what writes pages.
+    from ..memory.gate import ConsolidationLock, gate_status, load_cursor, new_log_content
 
     reads = new_log_content(vault, load_cursor(ledger))
-    gate = Consolidator(config, vault, ledger).gate(reads)
+    lock = ConsolidationLock(vault, config.consolidation.stale_lock_minutes)
+    gate = gate_status(config, vault, ledger, lock, GitRepo(vault.root), reads)
     hours_left = None if gate.time_ok or gate.hours_since is None else max(0.0, gate.min_hours - gate.hours_since)
     if not reads:
         line = "nothing waiting for consolidation"

@@ -19,10 +19,11 @@ from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 
-import git
-
 from ..core.errors import WikiwrightError
-from ..vcs.repo import GitRepo
+from ..vcs.repo import (
+    GitRepo,
+    git,  # GitPython, imported only when one of its errors is raised or matched
+)
 
 log = logging.getLogger(__name__)
 

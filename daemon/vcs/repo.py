@@ -1,7 +1,10 @@
 """Git: one commit per operation, with machine-readable trailers.
 
-Driven through GitPython's command layer (``git.Git``), which runs the real git CLI and so
-keeps git's own semantics (attributes, filters, locks). We never use GitPython's ``Repo``
+Driven through the real git CLI, which keeps git's own semantics (attributes, filters, locks):
+:meth:`GitRepo.run` starts it as GitPython's command layer (``git.Git.execute``) does (the same
+environment, ``LC_ALL=C``, the same :class:`git.GitCommandError` on failure) without importing
+GitPython, which costs ~150 ms that ``wikiwright status`` must not pay; GitPython is imported
+on first need (an error to raise, ``_git`` for callers that use it directly). We never use GitPython's ``Repo``
 object model in the long-running daemon: it keeps ``cat-file`` helper processes alive and
 leaks (see shared/reference/deps.md §4).
 
@@ -19,13 +22,13 @@ import hashlib
 import logging
 import os
 import random
+import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-
-import git
+from typing import Any
 
 from ..core.crashpoints import crash_point
 from ..core.errors import CommitPaused, WikiwrightError
@@ -33,6 +36,18 @@ from ..core.errors import CommitPaused, WikiwrightError
 log = logging.getLogger(__name__)
 
 _LOCK_MARKERS = ("index.lock", "File exists", "Unable to create", "another git process")
+
+
+class _GitPython:
+    """The ``git`` module (GitPython), imported on first attribute access."""
+
+    def __getattr__(self, name: str) -> Any:
+        import git as module
+
+        return getattr(module, name)
+
+
+git = _GitPython()  # `except git.GitCommandError` imports it only when an exception is matched
 
 
 class _HeadMoved(Exception):
@@ -85,7 +100,7 @@ class GitRepo:
             "GIT_OPTIONAL_LOCKS": "0",
             "GIT_TERMINAL_PROMPT": "0",
         }
-        self._git = git.Git(str(root))
+        self._gitpython: Any = None
         # The private index the daemon commits from, and a marker naming the HEAD and tree it
         # reflects (absent while an operation is half staged). Every commit runs under the
         # vault's write lock, so one marker serves every process and thread.
@@ -94,12 +109,22 @@ class GitRepo:
         # A new object (a restart, perhaps after a power cut) rebuilds the index once.
         self._synced_once = False
 
+    @property
+    def _git(self) -> Any:
+        """GitPython's ``git.Git`` for this repository (made on first use)."""
+        if self._gitpython is None:
+            self._gitpython = git.Git(str(self.root))
+        return self._gitpython
+
     def run(self, *args: str, env: Mapping[str, str] | None = None, strip: bool = True) -> str:
-        full_env = {**self._env, **(env or {})}
-        result = self._git.execute(
-            ["git", *args], env=full_env, strip_newline_in_stdout=strip
-        )
-        return str(result)
+        command = ["git", *args]
+        full_env = {**os.environ, "LANGUAGE": "C", "LC_ALL": "C", **self._env, **(env or {})}
+        proc = subprocess.run(command, cwd=self.root, env=full_env, stdin=subprocess.DEVNULL,
+                              capture_output=True, check=False)
+        if proc.returncode != 0:
+            raise git.GitCommandError(command, proc.returncode, proc.stderr, proc.stdout)
+        out = proc.stdout[:-1] if strip and proc.stdout.endswith(b"\n") else proc.stdout
+        return out.decode("utf-8", "surrogateescape")
 
     # -- state -----------------------------------------------------------------------
 
