@@ -220,6 +220,8 @@ def test_claude_code_hook_installs_from_the_venv_and_logs_sessions(vault: Vault,
     assert [s.counted for s in parsed.sessions] == [True, False]  # one Claude Code session counts once
     assert "The invoice export times out" in _log_text(vault)
 
+    status = json.loads(cli("hooks", "status", "--json", env=hook_env).stdout)
+    assert [(h["kind"], h["target"], h["works"]) for h in status["hooks"]] == [("claude-code", str(settings), True)]
     removed = cli("hooks", "uninstall", "claude-code", env=env)
     assert removed.returncode == 0 and "restored" in removed.stdout
     assert settings.read_bytes() == original

@@ -510,7 +510,7 @@ def hook_statuses() -> list[HookStatus]:
             text = ""
         if record.kind == "claude-code":
             runner = hooks_home() / "claude-code-hook.sh"
-            present = "wikiwright" in text and "claude-code" in text
+            present = json.dumps(claude_command(runner))[1:-1] in text
             runner_text = runner.read_text(encoding="utf-8") if runner.exists() else ""
             bin_path = _baked_bin(runner_text) or record.bin
             out.append(HookStatus("claude-code", str(target), present, bin_path, _executable(bin_path),
