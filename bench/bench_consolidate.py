@@ -3,7 +3,13 @@ repeats, relative dates, noise) consolidated by the deterministic path and by th
 (the scripted model server), in fresh vaults. Prints bytes in/out, the compression ratio and
 which planted facts survived, against the baseline of keeping every line (ratio 1:1).
 
-    .venv/bin/python bench/bench_consolidate.py [--days 7] [--sessions 7] [--filler 20]
+Then the scale table (deterministic path, no model): CPU seconds and compression for a week of
+logs of 5,000, 20,000 and 100,000 lines, once with one-off lines that never repeat and once with
+logs that repeat themselves (one-off lines drawn from a pool of 60); CPU per 1,000 lines shows
+whether the cost is linear. Targets (issue 12): 100,000 lines under 60 s of CPU, at least 5:1
+on logs that repeat themselves, every planted fact kept.
+
+    .venv/bin/python bench/bench_consolidate.py [--days 7] [--sessions 7] [--filler 20] [--sizes 5000,20000,100000]
 """
 
 from __future__ import annotations
@@ -20,9 +26,9 @@ sys.path.insert(0, str(REPO))
 
 from tests.consolidate_model import script  # noqa: E402
 from tests.llm_server import ScriptedServer  # noqa: E402
-from tests.logweek import FACTS, generate_week, surviving  # noqa: E402
+from tests.logweek import FACTS, filler_for_lines, generate_week, surviving  # noqa: E402
 from wikiwright.core.config import load_config  # noqa: E402
-from wikiwright.core.vault import init_vault  # noqa: E402
+from wikiwright.door.init import init_vault  # noqa: E402
 from wikiwright.intake.ledger import Ledger  # noqa: E402
 from wikiwright.memory.consolidate import Consolidator  # noqa: E402
 
@@ -55,11 +61,44 @@ def run(engine: str, args: argparse.Namespace) -> dict[str, object]:
         }
 
 
+def run_size(lines: int, repeat_pool: int) -> dict[str, float | int]:
+    """One deterministic run (no model) on a week of about ``lines`` lines; CPU seconds of the run."""
+    with tempfile.TemporaryDirectory() as tmp:
+        vault, _ = init_vault(Path(tmp) / "vault", "bench", "bench@localhost")
+        generate_week(vault.logs, filler=filler_for_lines(lines), repeat_pool=repeat_pool)
+        written = sum(len(p.read_text(encoding="utf-8").splitlines()) for p in vault.logs.glob("*.md"))
+        ledger = Ledger(vault.db_path)
+        try:
+            cpu = time.process_time()
+            result = Consolidator(load_config(vault.root), vault, ledger, clock=lambda: NOW).run(force=True)
+            cpu = time.process_time() - cpu
+        finally:
+            ledger.close()
+        plan = result.plan
+        assert plan is not None, result.detail
+        pages = "".join((vault.wiki / f"{c.page}.md").read_text() for c in plan.changes)
+        kept = sum(ok for _, ok in surviving(pages))
+        return {"lines": written, "in": plan.bytes_in, "out": plan.bytes_out, "ratio": plan.ratio,
+                "cpu": cpu, "kept": kept}
+
+
+def scale_table(sizes: list[int]) -> None:
+    print(f"{'logs':<22} {'lines':>7} {'bytes in':>9} {'bytes out':>9} {'ratio':>8} {'facts':>7} "
+          f"{'CPU s':>7} {'CPU s/1k lines':>14}")
+    for label, pool in (("one-offs never repeat", 0), ("repeat themselves", 60)):
+        for size in sizes:
+            row = run_size(size, pool)
+            print(f"{label:<22} {row['lines']:>7} {row['in']:>9} {row['out']:>9} {row['ratio']:>7.1f}:1 "
+                  f"{row['kept']:>3}/{len(FACTS):<3} {row['cpu']:>7.2f} {1000 * row['cpu'] / row['lines']:>14.3f}",
+                  flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--days", type=int, default=7)
     parser.add_argument("--sessions", type=int, default=7)
     parser.add_argument("--filler", type=int, default=20)
+    parser.add_argument("--sizes", default="5000,20000,100000", help="lines per week for the scale table ('' skips it)")
     args = parser.parse_args()
     rows = [run("deterministic", args), run("model (scripted)", args)]
     print(f"{'engine':<18} {'bytes in':>9} {'bytes out':>9} {'ratio':>7} {'vs keep-all':>11} "
@@ -79,6 +118,9 @@ def main() -> None:
     print()
     for row in rows:
         print(f"{row['engine']}: skipped observations {row['skipped']}, model items rejected {row['rejected']}")
+    if args.sizes:
+        print()
+        scale_table([int(size) for size in args.sizes.split(",")])
 
 
 if __name__ == "__main__":
