@@ -57,6 +57,9 @@ class GitConfig:
     branch: str = ""
     push: bool = True
     sync_interval_seconds: float = 60.0
+    # Housekeeping (issue 15): the daemon runs `git gc --auto` itself, under the vault's write
+    # lock, when the queue is quiet; its own git commands never start an automatic gc.
+    housekeeping_minutes: float = 30.0
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from ..core import rootguard
 from ..core.config import Config
 from ..core.errors import ConfigError, VaultMoved, WikiwrightError
 from ..core.fsutil import atomic_write_text
+from ..core.locks import vault_write_lock
 from ..core.vault import Vault, VaultLock
 from ..ingest.pipeline import Pipeline
 from ..intake.ledger import Ledger
@@ -317,13 +318,27 @@ class Daemon:
             self.health.missed_by_watcher += found
             log.info("rescan found %d file(s) the watcher had not reported", found)
 
+    def _housekeeping_job(self) -> None:
+        """`git gc --auto` when the queue is quiet, under the vault's write lock, so no commit
+        of ours and no doctor fsck runs while it packs and prunes (our other git commands
+        never start a gc of their own)."""
+        if self.ledger.pending_count() or rootguard.moved(self.vault.root):
+            return
+        try:
+            with vault_write_lock(self.vault.state):
+                self.repo.housekeeping()
+        except Exception as exc:  # a failed gc never stops the daemon; git keeps what it had
+            log.warning("git housekeeping (gc --auto) failed: %s", exc)
+
     def _start_scheduler(self) -> None:
         from apscheduler.schedulers.background import BackgroundScheduler
 
         self.scheduler = BackgroundScheduler(
             job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": None}
         )
-        jobs = [PeriodicJob("rescan", self.config.watch.rescan_minutes * 60, self._rescan_job), *self.extra_jobs]
+        jobs = [PeriodicJob("rescan", self.config.watch.rescan_minutes * 60, self._rescan_job),
+                PeriodicJob("git-housekeeping", self.config.git.housekeeping_minutes * 60, self._housekeeping_job),
+                *self.extra_jobs]
         for job in jobs:
             self.scheduler.add_job(job.func, "interval", seconds=job.seconds, id=job.name, name=job.name)
         self.scheduler.start()

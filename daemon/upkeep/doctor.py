@@ -33,6 +33,7 @@ import git
 from ..core.config import Config
 from ..core.errors import SourceRejected
 from ..core.fsutil import TEMP_MARKER
+from ..core.locks import vault_write_lock
 from ..core.vault import Vault, VaultLock
 from ..intake.ledger import Ledger
 from ..intake.names import relative_name
@@ -300,7 +301,10 @@ class Doctor:
         return CheckResult("locks", not stale, summary, stale)
 
     def _fsck(self) -> CheckResult:
-        ok, out = self.repo.fsck()
+        # Under the vault's write lock (the daemon's housekeeping gc takes it too), after any
+        # gc another process started: fsck never walks loose objects a gc is pruning.
+        with vault_write_lock(self.vault.state):
+            ok, out = self.repo.fsck()
         lines = [line for line in out.splitlines() if line.strip() and not line.startswith("dangling ")]
         problem = self.repo.problem()
         details = lines[:20]

@@ -78,6 +78,11 @@ def format_message(subject: str, trailers: Mapping[str, str], body: str = "") ->
     return "\n".join(lines) + "\n"
 
 
+_NO_AUTO_GC = {"GIT_CONFIG_COUNT": "2", "GIT_CONFIG_KEY_0": "gc.auto", "GIT_CONFIG_VALUE_0": "0",
+               "GIT_CONFIG_KEY_1": "maintenance.auto", "GIT_CONFIG_VALUE_1": "false"}
+GC_WAIT_SECONDS = 300.0
+
+
 class GitRepo:
     def __init__(
         self,
@@ -98,6 +103,10 @@ class GitRepo:
             "GIT_COMMITTER_EMAIL": author_email,
             # Read-only commands must not take index.lock from under the user.
             "GIT_OPTIONAL_LOCKS": "0",
+            # The daemon owns housekeeping (:meth:`GitRepo.housekeeping`): no git command it runs
+            # (commit-tree, update-ref, fetch, ...) starts an automatic, detached `gc --auto` that
+            # would prune loose objects while doctor's `git fsck` walks them.
+            **_NO_AUTO_GC,
             "GIT_TERMINAL_PROMPT": "0",
         }
         self._gitpython: Any = None
@@ -499,11 +508,53 @@ class GitRepo:
         return not out.strip()
 
     def fsck(self) -> tuple[bool, str]:
+        """``git fsck --full``, after any gc another process started has finished (hold the
+        vault's write lock around it, so the daemon's own housekeeping cannot start meanwhile)."""
+        self.wait_for_gc()
         try:
             out = self.run("fsck", "--full", "--no-progress")
             return True, out
         except git.GitCommandError as exc:
             return False, str(exc.stderr)
+
+    # -- housekeeping --------------------------------------------------------------------
+
+    def gc_running(self) -> bool:
+        """A ``git gc`` (any process on this machine) is running: ``.git/gc.pid`` names a live pid."""
+        try:
+            pid_text, _, host = (self.git_dir / "gc.pid").read_text(encoding="utf-8").strip().partition(" ")
+            pid = int(pid_text)
+        except (OSError, ValueError):
+            return False
+        if host and host != os.uname().nodename:
+            return True  # another machine's gc on a shared disk: git itself waits for it
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False  # a stale file left by a killed gc
+        except PermissionError:
+            return True
+        return True
+
+    def wait_for_gc(self, timeout: float = GC_WAIT_SECONDS) -> bool:
+        """Wait while a gc runs; False if it still ran after ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        if self.gc_running():
+            log.info("waiting for a git gc running in the vault to finish")
+        while self.gc_running():
+            if time.monotonic() > deadline:
+                log.warning("a git gc is still running after %.0fs", timeout)
+                return False
+            time.sleep(0.1)
+        return True
+
+    def housekeeping(self) -> None:
+        """``git gc --auto`` in the foreground, with the person's own gc settings (the
+        automatic gc is off only for the daemon's other commands). Call it under the vault's
+        write lock: no commit of ours and no doctor fsck runs meanwhile."""
+        if not self.wait_for_gc():
+            return
+        self.run("-c", "gc.autoDetach=false", "gc", "--auto", "--quiet", env={"GIT_CONFIG_COUNT": "0"})
 
 
 def merge_texts(repo: GitRepo, base: str, ours: str, theirs: str) -> tuple[str, bool]:
