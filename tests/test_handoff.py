@@ -143,6 +143,13 @@ def test_ready_before_the_model_loads_then_a_one_shot_ingest_goes_through_the_da
         assert len(ingest_commits(root)) == 2
         assert "raw/handed.md: ingested" in daemon_log(proc)
         assert server.remaining == 0
+        # lint and consolidate are handed over too; their output streams back as they print it.
+        lint = cli("lint", "--vault", str(root), env=env)
+        assert lint.returncode in (0, 1) and lint.stdout, lint.stderr
+        check = cli("consolidate", "--check", "--vault", str(root), env=env)
+        assert check.returncode == 1 and "sessions: closed 0 logged since" in check.stdout, check.stderr
+        assert "running `lint` for a client" in daemon_log(proc)
+        assert "running `consolidate` for a client" in daemon_log(proc)
         # A client whose environment configures wikiwright differently is declined: it runs alone.
         other = cli("status", "--json", "--vault", str(root), env={**env, "WIKIWRIGHT_LLM_DAILY_CAP_USD": "7"})
         assert other.returncode == 0 and json.loads(other.stdout)["daemon"]["running"] is True

@@ -189,6 +189,7 @@ def make_executor(daemon: Any) -> Callable[[dict[str, Any], Any], int | None]:
         level = logging.DEBUG if verbose > 1 else logging.INFO if verbose == 1 else logging.WARNING
         if args.command == "consolidate":
             level = min(level, logging.INFO)  # as `consolidate` logs when it runs on its own
+        log.info("control socket: running `%s` for a client", args.command)
         with _serving(reply, level):
             return _run(daemon, args, Path(str(message.get("cwd") or daemon.vault.root)))
 
