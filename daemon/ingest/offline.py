@@ -32,7 +32,8 @@ ENGINE_NAME = "offline"
 _SENTENCE_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[`*_])")
 # A sentence may also start in lower case ("zlib is …") after a full word, never after these.
 _LOWER_START_RE = re.compile(r"(?<=[a-z0-9)\]`'\"][.!?])\s+(?=[a-z])")
-_ABBREVIATIONS = frozenset("e.g i.e etc vs cf al approx ca no fig resp incl esp viz".split())
+_ABBREVIATIONS = frozenset(
+    ["e.g", "i.e", "etc", "vs", "cf", "al", "approx", "ca", "no", "fig", "resp", "incl", "esp", "viz"])
 _WORD_RE = re.compile(r"[A-Za-zÀ-ÿ][A-Za-zÀ-ÿ'-]+")
 _HEADING_RE = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
 _TOC_HEADING_RE = re.compile(r"(table of )?contents|toc|on this page", re.IGNORECASE)
@@ -372,13 +373,15 @@ def digest(text: str, kind: str, doc_title: str, fallback_title: str, summary_se
         return weight + (0.3 if index == 0 else 0.0) + (0.1 if re.search(r"\d", sentence) else 0.0)
 
     summary: list[str] = []
-    for sentence in sentences:
+    # Prose first: sentences that end as sentences do (a title page's lines or a list of names do not).
+    prose = [s for s in sentences if s.endswith((".", "!", "?", "…", ".)", '."'))] or sentences
+    for sentence in prose:
         if len(summary) >= summary_sentences:
             break
         if not _near_duplicate(sentence, summary):
             summary.append(sentence)
-    used = len(summary)
-    rest = [(i, s) for i, s in enumerate(sentences) if i >= used]
+    chosen = set(summary)
+    rest = [(i, s) for i, s in enumerate(sentences) if s not in chosen]
     points: list[tuple[int, str]] = []
     for index, sentence in sorted(rest, key=score, reverse=True):
         if len(points) >= max(0, key_points):

@@ -32,7 +32,7 @@ YAKE_CHARS = 8000
 _WORD = r"[A-Za-z][\w+#.-]*[\w+#]|[A-Za-z]"
 _CAP_WORD = r"(?:[A-Z][\w+#-]*[\w+#]|[A-Z]\b)"
 _NAME_RE = re.compile(
-    rf"(?<![\w./-])({_CAP_WORD}(?:[ \t]+(?:of|for|and|de|the|von)?[ \t]*{_CAP_WORD}){{0,3}})(?![\w/])"
+    rf"(?<![\w./-])({_CAP_WORD}(?:[ \t]+(?:of|for|de|von)?[ \t]*{_CAP_WORD}){{0,3}})(?![\w/])"
 )
 _TECH_RE = re.compile(r"(?<![\w./-])([a-z][a-z0-9]*(?:[0-9][a-z0-9]*|-[a-z0-9]+)*[0-9][a-z0-9]*)(?![\w/])")
 _HEADING_RE = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$", re.MULTILINE)
@@ -50,6 +50,15 @@ monday tuesday wednesday thursday friday saturday sunday january february march 
 august september october november december jan feb mar apr jun jul aug sep sept oct nov dec
 please thanks thank since after before until because although unless both either neither only just
 first second third last next previous new old example examples
+""".split())  # noqa: SIM905 - a word list reads better as prose
+
+
+# Frequent verbs and adverbs that make a keyphrase a clause rather than a name.
+_VERBISH = frozenset("""
+run runs ran running found find finds make makes made read reads write writes ship ships shipped
+build builds built get gets got set sets give gives keep keeps call calls called show shows need needs
+want wants work works see sees seen take takes took go goes went come comes came say says said
+clean week today yesterday tomorrow always never often usually really just still already
 """.split())  # noqa: SIM905 - a word list reads better as prose
 
 
@@ -131,6 +140,20 @@ def _keyphrases(text: str, limit: int = 20) -> list[str]:
         return []
 
 
+def _good_keyphrase(phrase: str) -> bool:
+    """A keyphrase that names something: a lower-case compound of content words ("cache
+    profiler") or a name; not a clause yake cut out of a sentence ("ships with Valgrind")."""
+    words = phrase.split()
+    if len(words) == 1:
+        return phrase[:1].isupper() or bool(re.search(r"\d", phrase))
+    if any(w.casefold() in _STOPWORDS for w in words):
+        return False
+    capitals = sum(1 for w in words if w[:1].isupper())
+    if capitals not in (0, len(words)):
+        return False  # mixed case: part of a name plus words around it
+    return not any(w.casefold() in _VERBISH for w in words)
+
+
 def _main_headings(body: str) -> list[str]:
     found = []
     for match in _HEADING_RE.finditer(body):
@@ -183,7 +206,7 @@ def extract_terms(body: str, title: str, sentences: list[str], limit: int = MAX_
         if word.casefold() not in _STOPWORDS and len(word) > 2:
             add(word, "entity" if word[:1].isupper() or re.search(r"\d", word) else "concept", 2.0)
     for rank, phrase in enumerate(_keyphrases(prose)):
-        if " " in phrase or phrase[:1].isupper():
+        if _good_keyphrase(phrase):
             add(phrase, "concept" if phrase.islower() else "entity", 2.0 - rank * 0.05)
 
     ranked = sorted(counts, key=lambda k: (-(counts[k] + bonus.get(k, 0.0)), k))[: limit * 3]
@@ -218,7 +241,9 @@ def _drop_contained(ranked: list[str], labels: dict[str, Counter[str]], folded_p
     kept = []
     for key in ranked:
         words = forms[key].casefold()
+        # Only a longer *name* hides a shorter one ("Billing" in "Billing API").
         inside = [other for other in ranked if other != key and len(forms[other]) > len(forms[key])
+                  and all(w[:1].isupper() or w[:1].isdigit() for w in forms[other].split())
                   and re.search(rf"(?<![\w-]){re.escape(words)}(?![\w-])", forms[other].casefold())]
         if inside and sum(counted[other] for other in inside) >= counted[key]:
             continue

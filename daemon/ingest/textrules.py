@@ -31,7 +31,7 @@ BOILERPLATE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("badge", re.compile(r"\[!\[|shields\.io|badge(s)?\b.*\(http|\bbuild status\b|travis-ci|codecov\.io|"
                          r"\bci status\b", re.IGNORECASE)),
     ("table-of-contents", re.compile(r"^\s*(table of contents|contents|toc|on this page|in this (article|chapter))"
-                                     r"\s*[:.]?\s*($|\d|[-*•])", re.IGNORECASE)),
+                                     r"\s*[:.]?\s*($|\d|[-*•])|(\s?\.){5,}\s*\d", re.IGNORECASE)),
     ("licence", re.compile(
         r"permission is hereby granted|is free software\b|without any warranty|licensed under the|"
         r"spdx-license-identifier|\bcopyright\s*(\(c\)|©|c©|\d{4})|all rights reserved|"

@@ -48,6 +48,27 @@ def _outline(reader: Any) -> dict[int, list[tuple[int, str]]]:
     return starts
 
 
+_DOT_LEADER_RE = re.compile(r"(\s?\.){4,}\s*[ivxlc\d]+\s*$", re.IGNORECASE)
+
+
+def _paragraphs(text: str) -> str:
+    """A PDF's text layer has lines, not paragraphs: a blank line goes where a sentence ends at
+    a line end and the next line starts anew, and around short lines without a full stop
+    (titles, names, headers). Table-of-contents lines (dot leaders) are dropped."""
+    lines = [line for line in text.split("\n") if not _DOT_LEADER_RE.search(line)]
+    out: list[str] = []
+    for line in lines:
+        line = re.sub(r"^\s*[•◦▪‣]\s*", "- ", line)  # PDF bullets as markdown list items
+        stripped = line.strip()
+        short = len(stripped) < 45 and not stripped.endswith((".", ",", ";", "-"))
+        previous = out[-1].strip() if out else ""
+        if previous and (short or (previous.endswith((".", "!", "?", ":")) and stripped[:1].isupper())
+                         or (len(previous) < 45 and not previous.endswith((".", ",", ";", "-")))):
+            out.append("")
+        out.append(line)
+    return "\n".join(out)
+
+
 def _place_headings(text: str, headings: list[tuple[int, str]]) -> str:
     """Mark each outline entry as a heading at the line of the page that carries its text
     (else at the top of the page), so a chapter's text follows its heading."""
@@ -108,6 +129,7 @@ def read_pdf(data: bytes) -> tuple[str, str]:
             text = ""
         text = re.sub(r"[ \t]+\n", "\n", text).strip()
         text_chars += len(re.sub(r"\s", "", text))
+        text = _paragraphs(text)
         text = _place_headings(text, starts.get(index, []))
         if text:
             parts.append(text)

@@ -1,0 +1,145 @@
+"""An interlinked wiki without a model (issue 11): concept and entity pages two sources share,
+kept incrementally; generic words never link targets; overview.md kept by code; Obsidian settings."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from wikiwright.door.init import init_vault
+from wikiwright.upkeep.lint import run_lint
+from wikiwright.wiki.pages import OWNED_KEYS, get_section, iter_links, parse_page
+
+from tests.conftest import Services
+from tests.helpers import git
+
+VALGRIND_A = """# Memory checking notes
+
+Valgrind is an instrumentation framework for building dynamic analysis tools.
+We ran the test suite under Valgrind and Memcheck found two leaks in the parser.
+"""
+VALGRIND_B = """# Profiling the build
+
+The nightly job runs Cachegrind, a cache profiler that ships with Valgrind.
+Memcheck reports were clean this week.
+"""
+VALGRIND_C = """# Release checklist
+
+Before a release we run Valgrind over the integration tests and read every report.
+"""
+
+
+def source_page(services: Services, name: str) -> tuple[dict, str]:
+    record = services.ledger.get_file(f"raw/{name}")
+    assert record is not None and record.state == "ingested", record
+    page = parse_page((services.vault.wiki / f"{record.page}.md").read_text(encoding="utf-8"))
+    return page.meta, page.body
+
+
+def wiki_page(services: Services, stem: str) -> tuple[dict, str, str]:
+    text = (services.vault.wiki / f"{stem}.md").read_text(encoding="utf-8")
+    page = parse_page(text)
+    return page.meta, page.body, text
+
+
+def test_a_term_two_sources_share_gets_a_page_with_quotes_and_backlinks(services: Services) -> None:
+    services.drop("a.md", VALGRIND_A)
+    services.drain()
+    assert not (services.vault.wiki / "valgrind.md").exists()  # one source: no page yet
+    services.drop("b.md", VALGRIND_B)
+    services.drain()
+
+    meta, body, text = wiki_page(services, "valgrind")
+    assert list(meta)[: len(OWNED_KEYS)] == list(OWNED_KEYS)  # the front matter model pages have
+    assert meta["type"] == "entity" and meta["title"] == "Valgrind"
+    assert meta["sources"] == ["src-a", "src-b"]
+    what = get_section(body, "What it is") or ""
+    assert "> Valgrind is an instrumentation framework for building dynamic analysis tools." in what
+    assert "> — [[src-a]]" in what
+    mentioned = get_section(body, "Mentioned in") or ""
+    assert "[[src-a|Memory checking notes]]: “Valgrind is an instrumentation framework" in mentioned
+    assert "[[src-b|Profiling the build]]: “The nightly job runs Cachegrind, a cache profiler that ships with " \
+           "Valgrind.”" in mentioned
+    # Both source pages link to it: the earlier one was given the link when the page was made.
+    for name in ("a.md", "b.md"):
+        _, source_body = source_page(services, name)
+        assert "[[valgrind]]" in (get_section(source_body, "Related pages") or ""), name
+    memcheck = wiki_page(services, "memcheck")[1]
+    assert "[[valgrind]]" in (get_section(memcheck, "Related") or "")  # related terms share sources
+
+    # A person adds to the page; the next source adds its line and keeps theirs.
+    (services.vault.wiki / "valgrind.md").write_text(text.replace("## Mentioned in", "My own note.\n\n## Mentioned in"))
+    services.drop("c.md", VALGRIND_C)
+    services.drain()
+    meta, body, _ = wiki_page(services, "valgrind")
+    assert "My own note." in body
+    assert meta["sources"] == ["src-a", "src-b", "src-c"]
+    mentioned = get_section(body, "Mentioned in") or ""
+    assert [line.split("|")[0] for line in mentioned.splitlines() if line.startswith("- ")] == [
+        "- [[src-a", "- [[src-b", "- [[src-c"]
+    subjects = git(services.vault.root, "log", "--format=%s", "--", "wiki/valgrind.md").splitlines()
+    assert subjects[0].startswith("ingest: Release checklist") and not subjects[1].startswith("ingest:"), subjects
+
+    report = run_lint(services.vault, services.config.lint, services.catalog)
+    kinds = {f.kind for f in report.findings}
+    assert not kinds & {"broken-link", "missing-page", "orphan", "front-matter", "duplicate-title"}, report.findings
+
+
+def test_generic_words_never_become_link_targets(services: Services) -> None:
+    (services.vault.wiki / "documentation.md").write_text(
+        "---\ntype: concept\ntitle: Documentation\nsummary: Where the docs live.\n---\n\n# Documentation\n")
+    services.catalog.refresh()
+    for name, tool in (("x.md", "Zstandard"), ("y.md", "Brotli")):
+        services.drop(name, f"# Introduction\n\n## Documentation\n\nThe Documentation for {tool} explains the "
+                            "Overview and the Changelog of the README.\n\n## Overview\n\nRead the Documentation first.\n")
+    services.drain()
+    generic = {"documentation", "introduction", "overview", "changelog", "readme"}
+    for path in services.vault.wiki.rglob("*.md"):
+        if path.stem in ("index", "log", "overview"):
+            continue
+        for link in iter_links(path.read_text(encoding="utf-8")):
+            assert link.target.rsplit("/", 1)[-1].casefold() not in generic, (path.name, link.target)
+    assert not any((services.vault.wiki / f"{word}-2.md").exists() for word in generic)
+    meta, _ = source_page(services, "x.md")
+    assert meta["title"] == "x"  # "Introduction" names no document: the file name
+
+
+def test_overview_is_kept_by_code_around_a_persons_text(services: Services) -> None:
+    overview = services.vault.wiki / "overview.md"
+    overview.write_text(overview.read_text(encoding="utf-8") + "\nThis wiki follows our tooling choices.\n")
+    review = services.vault.review_file
+    review.write_text(review.read_text(encoding="utf-8") + "\n- [ ] Is Valgrind still needed on arm64?\n")
+    services.drop("a.md", VALGRIND_A)
+    services.drop("b.md", VALGRIND_B)
+    services.drain()
+    body = parse_page(overview.read_text(encoding="utf-8")).body
+    assert "This wiki follows our tooling choices." in body
+    covers = get_section(body, "What this wiki covers") or ""
+    assert "2 source(s)" in covers and "- [[valgrind]] — 2 sources" in covers
+    newest = get_section(body, "Newest sources") or ""
+    assert newest.index("[[src-b|Profiling the build]]") < newest.index("[[src-a|Memory checking notes]]")
+    assert "Is Valgrind still needed on arm64?" in (get_section(body, "Open questions") or "")
+    services.drop("c.md", VALGRIND_C)
+    services.drain()
+    body = parse_page(overview.read_text(encoding="utf-8")).body
+    assert body.count("## What this wiki covers") == 1 and "- [[valgrind]] — 3 sources" in body
+
+
+def test_init_keeps_raw_and_state_out_of_obsidian_search_and_graph(tmp_path: Path) -> None:
+    fresh, created = init_vault(tmp_path / "fresh", "wikiwright", "wikiwright@localhost")
+    settings = json.loads((fresh.root / ".obsidian" / "app.json").read_text())
+    assert settings["userIgnoreFilters"] == ["raw/", ".wikiwright/"]
+    assert init_vault(fresh.root, "wikiwright", "wikiwright@localhost")[1] == []  # a re-run changes nothing
+
+    theirs = tmp_path / "theirs" / ".obsidian"
+    theirs.mkdir(parents=True)
+    (theirs / "app.json").write_text('{"vimMode": true}')
+    init_vault(theirs.parent, "wikiwright", "wikiwright@localhost")
+    assert json.loads((theirs / "app.json").read_text()) == {"vimMode": True,
+                                                             "userIgnoreFilters": ["raw/", ".wikiwright/"]}
+
+    own = tmp_path / "own" / ".obsidian"
+    own.mkdir(parents=True)
+    (own / "app.json").write_text('{"userIgnoreFilters": ["archive/"]}')
+    init_vault(own.parent, "wikiwright", "wikiwright@localhost")
+    assert (own / "app.json").read_text() == '{"userIgnoreFilters": ["archive/"]}'
