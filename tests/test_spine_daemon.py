@@ -119,7 +119,7 @@ BAD = {
     "big.md": ("quarantined", "too-large: 30000 bytes, over the limit of 20000"),
     "link.md": ("quarantined", "symlink: points to "),
     "pipe.md": ("quarantined", "not-a-file: is a FIFO (named pipe)"),
-    "scan.pdf": ("quarantined", "unsupported: PDF files (.pdf) are not supported yet"),
+    "scan.pdf": ("quarantined", "unreadable: is not a readable PDF"),
     "movie.mkv.part": ("skipped", "partial download (.part)"),
     "~$budget.docx": ("skipped", "office lock file (~$)"),
     "francais copy.txt": ("duplicate", "same content as raw/francais.txt"),

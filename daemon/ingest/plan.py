@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import threading
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
@@ -17,7 +18,9 @@ from ..core.errors import SourceNotReady
 from ..core.fsutil import sha256_bytes
 from ..core.secrets import scan
 from ..core.vault import Vault
-from ..ingest.offline import ENGINE_NAME, digest, render_source_page
+from ..ingest.concepts import ConceptKeeper
+from ..ingest.offline import ENGINE_NAME, digest, humanize_file_name, render_source_page
+from ..ingest.terms import extract_terms, open_term_index
 from ..intake.extract import SourceText, read_source
 from ..intake.ledger import FileRecord, Ledger
 from ..intake.names import disk_path
@@ -97,7 +100,8 @@ def source_page_name(ledger: Ledger, vault: Vault, source_path: str) -> str:
 
 
 class OfflinePlanner:
-    """Plans an ingest with no model: one source page, linked to pages it mentions."""
+    """Plans an ingest with no model: the source page, the concept and entity pages it shares
+    with other sources (ingest/concepts.py), and overview.md's generated block."""
 
     engine = ENGINE_NAME
 
@@ -106,30 +110,36 @@ class OfflinePlanner:
         self.vault = vault
         self.ledger = ledger
         self.catalog = catalog
+        self.terms = open_term_index(vault.state)
+        self.concepts = ConceptKeeper(vault, catalog, self.terms)
+        # Concept pages and overview.md are shared by sources: the pipeline plans and writes
+        # one source at a time through this lock, so no change is computed from a stale page.
+        self.serial = threading.Lock()
 
     def plan(self, record: FileRecord, source: SourceText, data: bytes, today: date) -> IngestPlan:
         source, secrets = redact_source(self.config, source, self.ledger, record.path)
         page = source_page_name(self.ledger, self.vault, record.path)
-        fallback = Path(record.path).stem.replace("_", " ").replace("-", " ").strip() or Path(record.path).name
+        stem = page.rsplit("/", 1)[-1]
         summary = digest(
-            source.text, source.kind, source.html_title, fallback,
+            source.text, source.kind, source.doc_title, humanize_file_name(record.path),
             self.config.ingest.summary_sentences, self.config.ingest.key_points,
         )
-        mentioned = self.catalog.mentioned_pages(source.text, exclude={page})[:25]
-        links = []
-        for name in mentioned:
-            entry = self.catalog.get(name)
-            if entry is not None:
-                links.append((entry.stem, entry.title))
+        title = clean_line(summary.title).text or "untitled"
+        terms = extract_terms(summary.body, summary.title, summary.sentences)
+        mentioned = self.catalog.mentioned_pages(summary.body, exclude={page})[:40]
+        shared = self.concepts.plan(stem, title, terms, summary.sentences, today, mentioned)
         text = render_source_page(
             digest_=summary, source_path=record.path, sha256=record.sha256, encoding=source.encoding,
-            kind=source.kind, links=links, today=today, size=len(data),
+            kind=source.kind, links=shared.links, today=today, size=len(data),
             allow_remote_images=self.config.pages.allow_remote_images, secrets=secrets,
         )
+        changes = [PageChange(page, text, reason="source page"), *shared.changes]
+        overview = self.concepts.overview_change(today, stem)
+        if overview is not None:
+            changes.append(overview)
         return IngestPlan(
-            record=record, title=clean_line(summary.title).text or "untitled", source_page=page,
-            changes=[PageChange(page, text, reason="source page")], engine=self.engine,
-            links=[stem for stem, _ in links],
+            record=record, title=title, source_page=page, changes=changes, engine=self.engine,
+            links=[link for link, _ in shared.links],
         )
 
 
