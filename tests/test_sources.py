@@ -220,3 +220,16 @@ def test_image_and_broken_pdf_reasons_are_specific() -> None:
     with pytest.raises(SourceRejected) as broken:
         read_source(Path("report.pdf"), b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n1 0 obj\n<< >>\nendobj\n")
     assert broken.value.code in ("unreadable", "empty", "no-text-layer")
+
+
+def test_the_model_path_splits_a_long_source_at_its_headings() -> None:
+    from wikiwright.ingest.llm_planner import split_source
+
+    chapters = [f"# Chapter {n}\n\n" + f"Sentence {n} of the chapter body. " * 20 + "\n\n" for n in range(1, 9)]
+    text = "".join(chapters)
+    parts = split_source(text, 1500)
+    assert "".join(parts) == text  # nothing cut away
+    assert all(part.startswith("# Chapter") for part in parts)  # every part starts at a heading
+    assert all(len(part) <= 1500 for part in parts)
+    long_one = "# Huge\n\n" + ("A paragraph of words. " * 30 + "\n\n") * 10
+    assert "".join(split_source(long_one, 1000)) == long_one

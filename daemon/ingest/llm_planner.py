@@ -61,9 +61,52 @@ MIN_PAGES_CHARS = 1500
 # -- routing ----------------------------------------------------------------------------------
 
 def split_source(text: str, budget: int) -> list[str]:
-    """Parts of at most ``budget`` characters, cut at paragraph (else line, else char) bounds."""
+    """Parts of at most ``budget`` characters, cut along the source's own structure: at its
+    headings (chapters, sections) where a part can hold whole sections, else at paragraph
+    (else line, else character) bounds inside a section too long for one part. Nothing is cut
+    away: the parts joined are the text."""
     if len(text) <= budget:
         return [text]
+    parts: list[str] = []
+    current = ""
+    for section in _sections(text):
+        if len(current) + len(section) <= budget:
+            current += section
+            continue
+        if current.strip():
+            parts.append(current)
+        current = ""
+        if len(section) <= budget:
+            current = section
+            continue
+        for piece in _paragraph_parts(section, budget):
+            if len(current) + len(piece) > budget and current:
+                parts.append(current)
+                current = ""
+            current += piece
+    if current.strip():
+        parts.append(current)
+    return [p for p in parts if p.strip()]
+
+
+def _sections(text: str) -> list[str]:
+    """The text cut before each heading (``#`` to ``###``) outside code fences."""
+    sections: list[str] = []
+    current: list[str] = []
+    in_fence = False
+    for line in text.splitlines(keepends=True):
+        if line.lstrip().startswith(("```", "~~~")):
+            in_fence = not in_fence
+        if not in_fence and re.match(r"#{1,3}\s", line) and current:
+            sections.append("".join(current))
+            current = []
+        current.append(line)
+    if current:
+        sections.append("".join(current))
+    return sections
+
+
+def _paragraph_parts(text: str, budget: int) -> list[str]:
     parts: list[str] = []
     current = ""
     for block in re.split(r"(?<=\n\n)", text):
@@ -80,9 +123,9 @@ def split_source(text: str, budget: int) -> list[str]:
                 parts.append(current)
                 current = ""
             current += piece
-    if current.strip():
+    if current:
         parts.append(current)
-    return [p for p in parts if p.strip()]
+    return parts
 
 
 # -- REVIEW.md --------------------------------------------------------------------------------
