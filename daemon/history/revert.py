@@ -31,12 +31,10 @@ from datetime import date
 from pathlib import PurePosixPath
 from typing import Any
 
-import git
-
 from ..core.errors import NotFound, RevertBlocked, WikiwrightError
 from ..door.session import Session
 from ..history.view import source_path_of
-from ..vcs.repo import CommitInfo
+from ..vcs.repo import CommitInfo, git  # git: GitPython, imported when an error is matched
 from ..wiki.pages import Claim, FrontMatterError, iter_links, link_key, parse_claims, parse_page, render_front_matter
 from ..wiki.writer import PageChange
 

@@ -16,10 +16,8 @@ from __future__ import annotations
 
 import logging
 
-import git
-
 from ..intake.ledger import Ledger
-from ..vcs.repo import GitRepo, git_blob_id
+from ..vcs.repo import GitRepo, git, git_blob_id  # git: GitPython, imported when an error is matched
 from ..wiki.index import INDEX_START
 from ..wiki.pages import PAGE_TYPES, FrontMatterError, parse_page
 

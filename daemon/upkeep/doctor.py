@@ -28,8 +28,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import git
-
 from ..core.config import Config
 from ..core.errors import SourceRejected
 from ..core.fsutil import TEMP_MARKER
@@ -38,7 +36,7 @@ from ..core.vault import Vault, VaultLock
 from ..intake.ledger import Ledger
 from ..intake.names import relative_name
 from ..intake.safeopen import hash_inside
-from ..vcs.repo import GitRepo
+from ..vcs.repo import GitRepo, git  # git: GitPython, imported when an error is matched
 from ..wiki.pages import FrontMatterError, parse_claims, parse_page
 
 log = logging.getLogger(__name__)
