@@ -380,3 +380,16 @@ def test_consolidation_claim_first_push_wins(world: tuple[Path, Machine, Machine
     remotes[1].fetch()
     claim = remotes[1].last_claim()
     assert claim is not None and claim[1] == "consolidation claim a"
+
+
+def test_consolidation_runs_on_one_machine_per_period(world: tuple[Path, Machine, Machine]) -> None:
+    from wikiwright.door.sync import claim_consolidation
+    from wikiwright.memory.consolidate import Consolidator
+
+    _remote, ma, mb = world
+    assert Consolidator(mb.config, mb.vault, mb.ledger, repo=mb.repo).gate().time_ok  # never consolidated
+    assert claim_consolidation(ma.config, ma.repo, "machine-a") is None
+    refused = claim_consolidation(mb.config, mb.repo, "machine-b")
+    assert refused is not None and "another machine claimed" in refused and "machine-a" in refused
+    # B's gate reads the claim it fetched: the time gate is closed until the next period.
+    assert not Consolidator(mb.config, mb.vault, mb.ledger, repo=mb.repo).gate().time_ok

@@ -14,7 +14,17 @@ import sys
 
 from .. import __version__
 from ..core.errors import WikiwrightError
-from . import handoff, history_cmds, hooks_cmds, ingest_cmds, memory_cmds, query_cmds, sync_cmds, upkeep_cmds, vault_cmds
+from . import (
+    handoff,
+    history_cmds,
+    hooks_cmds,
+    ingest_cmds,
+    memory_cmds,
+    query_cmds,
+    sync_cmds,
+    upkeep_cmds,
+    vault_cmds,
+)
 from .common import _COMMANDS, setup_logging
 
 # Each module registers its commands (the @command decorator) and their parsers (add_parsers).

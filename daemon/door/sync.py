@@ -850,3 +850,45 @@ class SyncJob:
         if report.state not in ("up-to-date", "off"):
             log.info("sync: %s %s", report.state, report.detail)
         return report
+
+
+# -- consolidation once per period across machines ------------------------------------------------
+
+def shared_consolidation_ms(config: Config, repo: GitRepo) -> int | None:
+    """When the wiki was last consolidated on any machine (ms): the newest consolidation commit
+    in HEAD's history, or the newest claim on the remote as last fetched."""
+    newest: int | None = None
+    found = repo.log("-F", f"--grep=Wikiwright-Operation: {OpKind.CONSOLIDATE.value}", limit=1)
+    if found:
+        from datetime import datetime
+
+        newest = int(datetime.fromisoformat(found[0].date).timestamp() * 1000)
+    claim = Remote(repo, config.git.remote, config.git.branch).last_claim()
+    if claim is not None and (newest is None or claim[0] * 1000 > newest):
+        newest = int(claim[0] * 1000)
+    return newest
+
+
+def claim_consolidation(config: Config, repo: GitRepo, owner: str, *, force: bool = False) -> str | None:
+    """Take this period's consolidation through the remote; None when this machine may run.
+
+    The claim is a commit pushed fast-forward onto ``refs/wikiwright/consolidation``: of two
+    machines that fetched the same claim, the first push wins and the other's is rejected, so
+    it waits for the next period. Offline, consolidation waits too (the logs keep).
+    """
+    remote = Remote(repo, config.git.remote, config.git.branch)
+    try:
+        remote.fetch()
+    except RemoteError as exc:
+        return f"the remote cannot be reached, so no claim can be taken ({exc}); consolidation waits"
+    last = remote.last_claim()
+    period = config.consolidation.min_hours * 3600
+    if last is not None and not force and time.time() - last[0] < period:
+        return f"another machine claimed this period's consolidation ({last[1]}); waiting for the next period"
+    result, detail = remote.push_claim(f"consolidation claim by {owner} at {time.strftime('%Y-%m-%dT%H:%M:%S%z')}")
+    if result is PushResult.PUSHED:
+        return None
+    if result is PushResult.REJECTED:
+        remote.fetch()
+        return "another machine claimed this period's consolidation first; waiting for the next period"
+    return f"the consolidation claim could not be pushed ({detail}); consolidation waits"

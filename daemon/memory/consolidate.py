@@ -292,6 +292,13 @@ class Consolidator:
         if not status.would_run(force):
             closed = [line for line in status.lines() if "closed" in line]
             return RunResult("gate-closed", "; ".join(closed), gate=status)
+        if self.config.git.remote.strip():
+            # The lock across machines: a claim pushed to the remote; the first push wins.
+            from ..door.sync import claim_consolidation
+
+            refused = claim_consolidation(self.config, self.repo, self.owner, force=force)
+            if refused:
+                return RunResult("waiting", refused, gate=status)
         self.lock.acquire(self.owner)
         started_ms = self.lock.now_ms()
         consolidated_at: int | None = None
