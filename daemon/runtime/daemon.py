@@ -149,7 +149,6 @@ class Daemon:
         self._spawn("stability", self._stability_loop)
         for n in range(self.config.ingest.workers):
             self._spawn(f"worker-{n + 1}", self._worker_loop)
-        self._start_scheduler()
         if self._control_factory is not None:
             self.control = ControlServer(self.vault.state, self._control_factory(self))
             self.control.start()
@@ -161,6 +160,9 @@ class Daemon:
         engine = self.pipeline.planner.engine
         log.info("watching %s (engine: %s, %d worker(s))", self.vault.root, engine, self.config.ingest.workers)
         sd_notify(f"READY=1\nSTATUS=watching {self.vault.root} (engine: {engine})")
+        # The periodic jobs (lint, consolidation, review) start just after READY: importing
+        # APScheduler and the jobs' rooms is not on the path to watching and queueing.
+        self._start_scheduler()
         self.write_heartbeat()
 
     def _planner(self) -> Any:
