@@ -91,8 +91,9 @@ def inside_vault(raw: str) -> bool:
 
 
 def _short(text: str, limit: int = 60) -> str:
+    """A quoted fragment for a note, inert: notes are written into pages and REVIEW.md too."""
     text = escape_controls(text)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return code_span(text if len(text) <= limit else text[: limit - 1] + "…")
 
 
 # -- HTML --------------------------------------------------------------------------------------
@@ -160,12 +161,12 @@ def clean_html(fragment: str, *, allow_remote_images: bool = False) -> Cleaned:
     kept_attrs = {(tag, attr) for tag, attrs in kept for attr in attrs}
     for tag, attrs in _tags_of(fragment):
         if tag not in kept_names:
-            notes.append(f"removed a <{tag}> element (not allowed in pages)")
+            notes.append(f"removed a {code_span(f'<{tag}>')} element (not allowed in pages)")
             continue
         for attr in sorted(attrs):
             if (tag, attr) not in kept_attrs:
                 what = "an event handler" if attr.startswith("on") else "an attribute"
-                notes.append(f"removed {what} {attr}= from <{tag}>")
+                notes.append(f"removed {what} {code_span(attr + '=')} from {code_span(f'<{tag}>')}")
     if not notes and _squash_html(cleaned) != _squash_html(fragment):
         notes.append(f"removed markup nh3 does not allow: {_short(fragment)}")
     return Cleaned(cleaned, list(dict.fromkeys(notes)))
@@ -236,7 +237,31 @@ def _clean_links(text: str, allow_remote: bool, notes: list[str]) -> str:
             return match.group(1) + "#" + match.group(3)
         return match.group(0)
 
-    return _REF_DEF_RE.sub(definition, text)
+    text = _REF_DEF_RE.sub(definition, text)
+    return _clean_reference_images(text, allow_remote, notes)
+
+
+_REF_IMAGE_RE = re.compile(r"!\[([^\[\]\n]*)\](?:\[([^\[\]\n]*)\])?(?!\()")
+
+
+def _clean_reference_images(text: str, allow_remote: bool, notes: list[str]) -> str:
+    """``![alt][ref]`` / ``![ref]``: an image whose definition is remote (or unknown) becomes a link."""
+    if allow_remote or "![" not in text:
+        return text
+    definitions = {m.group(0).split("]:", 1)[0].strip().lstrip("[").casefold(): m.group(2)
+                   for m in _REF_DEF_RE.finditer(text)}
+
+    def image(match: re.Match[str]) -> str:
+        if match.start() > 0 and text[match.start() - 1] == "!":
+            return match.group(0)
+        label = (match.group(2) or match.group(1)).strip().casefold()
+        dest = definitions.get(label)
+        if dest is not None and inside_vault(dest):
+            return match.group(0)
+        notes.append(f"a reference image ({_short(label)}) that is remote or undefined became a plain link")
+        return match.group(0)[1:]
+
+    return _REF_IMAGE_RE.sub(image, text)
 
 
 def _clean_embeds(text: str, notes: list[str]) -> str:
@@ -313,9 +338,9 @@ def link_target_problem(target: str) -> str:
         return "an empty link target"
     for bad, what in (("]]", "]]"), ("[[", "[["), ("|", "|"), ("#", "#"), ("^", "^")):
         if bad in target:
-            return f"link target {_short(target)!r} contains {what}"
+            return f"link target {_short(target)} contains {what}"
     if _LINE_BREAKS_RE.search(target) or any(unicodedata.category(ch).startswith("C") for ch in target):
-        return f"link target {_short(target)!r} contains a line break or control character"
+        return f"link target {_short(target)} contains a line break or control character"
     return ""
 
 
