@@ -120,10 +120,16 @@ See the guide <a href="javascript:alert(1)">here</a> and ![[/etc/passwd]] for th
 
 def test_offline_engine_copies_no_remote_image_or_script_from_a_source(services: Services) -> None:
     services.drop("README.md", README)
-    assert [r.state for r in services.drain()] == ["ingested"]
+    # A second source sharing its terms: the concept pages quote sentences from both.
+    services.drop("widget-notes.md", "# Widget notes\n\nWidget renders charts from tables <img src=x "
+                  "onerror=alert(1)> every day for the team.\nThe Widget charts use SVG files "
+                  "![t](https://evil.example/t.png) in the web reports.\n")
+    assert [r.state for r in services.drain()] == ["ingested", "ingested"]
     root = services.vault.root
     leaks = {p.name: unsafe_spots(p.read_text()) for p in (root / "wiki").rglob("*.md") if unsafe_spots(p.read_text())}
     assert leaks == {}
+    shared = [p for p in (root / "wiki").glob("*.md") if "renders charts" in p.read_text()]
+    assert shared, "no concept page quotes the sources: the test would not cover them"
     source = (services.vault.sources_dir / "src-readme.md").read_text()
     assert "tracker.example/p.png" in source  # kept as a plain link, not an image
     assert "## Cleaned" in source and "remote image" in source

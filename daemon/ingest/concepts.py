@@ -21,6 +21,7 @@ from ..ingest.terms import Mention, Term, TermIndex, mention_sentence
 from ..ingest.textrules import is_generic_title
 from ..wiki.catalog import Catalog
 from ..wiki.pages import FrontMatterError, Page, get_section, parse_page, render_page, set_section, slugify, unique_name
+from ..wiki.sanitize import clean_line
 from ..wiki.writer import PageChange
 
 MAX_LINKS = 15  # concept and entity pages one source links to
@@ -35,7 +36,10 @@ OWN_TYPES = ("entity", "concept", "topic", "stub")
 
 
 def quote_safe(text: str) -> str:
-    """Text from a source, made inert as wiki markup: ``[[`` would be a link to nowhere."""
+    """Text from a source, made inert as wiki markup: ``[[`` would be a link to nowhere; HTML,
+    remote images and unsafe links go through the one page sanitizer (wiki/sanitize.py; the
+    source page lists what it removed from that source)."""
+    text = clean_line(text).text
     return text.replace("![[", "!\\[[").replace("[[", "[\\[").replace("\n", " ")
 
 
