@@ -34,7 +34,7 @@ def test_a_healthy_vault_passes_every_check(services: Services) -> None:
     assert report.ok, format_report(report)
     assert report.lost == 0 and report.unseen == 0
     assert [c.name for c in report.checks] == [
-        "accounting", "commits", "temp files", "locks", "git fsck", "pages", "person lines"]
+        "accounting", "commits", "sources in raw/", "temp files", "locks", "git fsck", "pages", "person lines"]
     assert "3 ingested" in _check(report, "accounting").summary
     assert "1 skipped" in _check(report, "accounting").summary
     assert "all invariants hold" in format_report(report)
@@ -66,6 +66,8 @@ def test_an_ingest_whose_commit_left_the_history_is_requeued_and_reingested(serv
     git(services.vault.root, "reset", "-q", "--hard", "HEAD~1")  # the person rewrites history
     git(services.vault.root, "reflog", "expire", "--expire=now", "--all")
     git(services.vault.root, "gc", "-q", "--prune=now")
+    # The source was in that commit, so the reset removed it too; the person still has it.
+    (services.vault.raw / "b.md").write_text(note(2))
     report = run_doctor(services.config, services.vault)
     commits = _check(report, "commits")
     assert not commits.ok and report.lost == 1
@@ -168,3 +170,16 @@ def test_doctor_cli_json_and_exit_codes(services: Services) -> None:
     bad = cli("doctor", "--vault", root)
     assert bad.returncode == 1
     assert "[FAIL] pages" in bad.stdout and "exit status 1" in bad.stdout
+
+
+def test_a_source_removed_after_its_ingest_is_reported(services: Services) -> None:
+    services.drop("kept.md", note(1))
+    services.drop("gone.md", note(2))
+    services.drain()
+    assert run_doctor(services.config, services.vault, repair=False).ok
+    (services.vault.raw / "gone.md").unlink()
+    report = run_doctor(services.config, services.vault, repair=False)
+    check = _check(report, "sources in raw/")
+    assert not report.ok and not check.ok
+    assert len(check.details) == 1 and check.details[0].startswith("raw/gone.md was removed after its ingest")
+    assert "all invariants hold" not in format_report(report)

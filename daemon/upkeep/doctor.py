@@ -5,6 +5,7 @@ The checks (shared/reference/reliability.md, invariants I1-I5):
 - accounting: every file in ``raw/`` and ``logs/`` has exactly one recorded state
   (ingested, duplicate, quarantined, skipped or pending); lost = 0;
 - commits: every ingested source names a commit reachable from a ref;
+- sources in raw/: every ingested source is still there (removed: failed; changed: noted);
 - temp files and locks: no leftover ``*.wikiwright-tmp-*`` files, no stale git lock;
 - git: ``git fsck`` is clean;
 - pages: every page under ``wiki/`` is UTF-8 with front matter that parses (claims counted);
@@ -34,7 +35,7 @@ from ..core.fsutil import TEMP_MARKER
 from ..core.locks import vault_write_lock
 from ..core.vault import Vault, VaultLock
 from ..intake.ledger import Ledger
-from ..intake.names import relative_name
+from ..intake.names import disk_name, disk_path, relative_name
 from ..intake.safeopen import hash_inside
 from ..vcs.repo import GitRepo, git  # git: GitPython, imported when an error is matched
 from ..wiki.pages import FrontMatterError, parse_claims, parse_page
@@ -150,6 +151,7 @@ class Doctor:
             checks = [
                 self._accounting(ledger, running),
                 self._commits(ledger),
+                self._sources_kept(ledger),
                 self._temp_files(running),
                 self._locks(),
                 self._fsck(),
@@ -262,6 +264,31 @@ class Doctor:
         summary = f"{len(ingested) - len(missing)} of {len(ingested)} ingested source(s) have a reachable commit"
         return CheckResult("commits", not missing, summary, details, repaired)
 
+    def _sources_kept(self, ledger: Ledger) -> CheckResult:
+        """Every ingested source is still in raw/ with the bytes that were ingested: its pages
+        cite it. A removed one fails the check; a changed one is noted (its new version is a
+        new source, ingested in its turn)."""
+        live = {s.sha256 for s in ledger.sources() if s.state == "ingested"}
+        tracked = set(self.repo.run("ls-files", "-z", "--", "raw").split("\0")) if self.vault.raw.is_dir() else set()
+        removed, changed = [], []
+        for record in ledger.files("ingested", kind="raw"):
+            if record.sha256 not in live:
+                continue
+            path = disk_path(self.vault.root, record.path)
+            if not path.exists():
+                how = (f"restore it with `git checkout HEAD -- {disk_name(record.path)}`"
+                       if disk_name(record.path) in tracked else "it was not in git (binary or large); its sha256 "
+                       f"{record.sha256[:16]} is on [[{record.page.rsplit('/', 1)[-1]}]]")
+                removed.append(f"{record.path} was removed after its ingest ({record.commit_sha[:10]}); {how}")
+            elif not self._same_content(path, record.sha256):
+                changed.append(f"{record.path} changed after its ingest ({record.commit_sha[:10]}); the new version "
+                               "is ingested as a new source")
+        summary = (f"{len(removed)} ingested source(s) removed from raw/" if removed
+                   else "every ingested source is still in raw/")
+        if changed:
+            summary += f"; {len(changed)} changed since"
+        return CheckResult("sources in raw/", not removed, summary, [*removed, *changed][:40])
+
     # I5 ------------------------------------------------------------------------------------
 
     def _temp_files(self, running: bool) -> CheckResult:
@@ -349,7 +376,7 @@ class Doctor:
         try:
             out = self.repo.run(
                 "-c", "core.quotePath=false", "log", "--reverse", "-p", "-U0", "--no-color", "--no-ext-diff",
-                "--no-textconv", "--no-renames", "--diff-merges=first-parent", "--format=%x00%H%x1f%an%x1f%ae",
+                "--no-textconv", "--no-renames", "--diff-merges=first-parent", "--format=%x00%H%x1f%an%x1f%ae%x1f%P",
                 strip=False,
             )
         except git.GitCommandError:
@@ -359,7 +386,7 @@ class Doctor:
         commits = 0
         for chunk in out.split("\x00")[1:]:
             header, _, diff = chunk.partition("\n")
-            sha, author, author_email = [*header.split("\x1f"), "", ""][:3]
+            sha, author, author_email, parents = [*header.split("\x1f"), "", "", ""][:4]
             commits += 1
             is_daemon = author == name and author_email == email
             added, removed = _diff_lines(diff)
@@ -378,13 +405,30 @@ class Doctor:
                 if path not in texts:
                     shown = self.repo.show(sha, path)
                     texts[path] = {x.strip() for x in shown.splitlines()} if shown is not None else set()
-                if line not in texts[path]:
+                if line not in texts[path] and not self._merge_explains(sha, parents.split(), path, line):
                     violations.append(f"{sha[:10]} removed from {path}: {line[:120]!r}")
             person.difference_update(removed)
         self._removed_lines = len(violations)
         summary = (f"{commits} commit(s) walked; no daemon commit removed a person's line" if not violations
                    else f"{len(violations)} line(s) a person wrote were removed by daemon commits")
         return CheckResult("person lines", not violations, summary, violations[:50])
+
+    def _merge_explains(self, sha: str, parents: list[str], path: str, line: str) -> bool:
+        """A sync merge (two parents) may drop a line the other machine's history removed (it is
+        in the merge base, not in the other parent: that removal is judged in its own commit), or
+        one it quotes in REVIEW.md for the person (lines both machines changed)."""
+        if len(parents) < 2:
+            return False
+        review = self.repo.show(sha, "REVIEW.md") or ""
+        if line in review:
+            return True
+        try:
+            base = self.repo.run("merge-base", parents[0], parents[1])
+        except git.GitCommandError:
+            return False
+        in_base = {x.strip() for x in (self.repo.show(base, path) or "").splitlines()}
+        in_other = {x.strip() for x in (self.repo.show(parents[1], path) or "").splitlines()}
+        return line in in_base and line not in in_other
 
     def _show(self, path: Path) -> str:
         try:
