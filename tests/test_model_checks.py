@@ -55,7 +55,8 @@ BAD_OPS = [
       "text": "<script src=\"https://evil.example/x.js\"></script>"}, "`<script>` element"),
     ({"op": "add_to_section", "page": "billing-api", "heading": "Embed",
       "text": "<iframe src=\"https://evil.example/other\"></iframe>"}, "`<iframe>` element"),
-    ({"op": "add_to_section", "page": "billing-api", "heading": "Code", "text": "<object data=x>"}, "`<object>` element"),
+    ({"op": "add_to_section", "page": "billing-api", "heading": "Code", "text": "<object data=x>"},
+     "`<object>` element"),
     ({"op": "close_question", "page": "billing-api", "question": "Is there a question?", "answer": "no"},
      "no open question"),
 ]
