@@ -32,6 +32,7 @@ from typing import Any
 
 from ..core.crashpoints import crash_point
 from ..core.errors import CommitPaused, WikiwrightError
+from ..core.opkinds import OpKind
 
 log = logging.getLogger(__name__)
 
@@ -198,7 +199,7 @@ class GitRepo:
             return None
         return self.commit_contents(
             changed, "edit: your changes to " + ", ".join(changed),
-            {"Wikiwright-Operation": "user-edit"}, author=self.user_identity(),
+            {"Wikiwright-Operation": OpKind.USER_EDIT.value}, author=self.user_identity(),
         )
 
     def user_identity(self) -> tuple[str, str]:
