@@ -14,6 +14,7 @@ entry a later log replaces is struck through with the log that replaced it.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Iterator
@@ -74,8 +75,13 @@ def similar(a: frozenset[str], b: frozenset[str]) -> bool:
     return not (ids_a and ids_b and ids_a != ids_b)
 
 
+_DIGIT_RE = re.compile(r"\d")
+
+
+@functools.lru_cache(maxsize=1 << 16)
 def _ids(words: frozenset[str]) -> frozenset[str]:
-    return frozenset(w for w in words if any(ch.isdigit() for ch in w))
+    """The words that carry a number or an identifier (cached: a long log asks again and again)."""
+    return frozenset(w for w in words if _DIGIT_RE.search(w))
 
 
 T = TypeVar("T")
@@ -121,6 +127,8 @@ class SimilarIndex(Generic[T]):
                 self._filed_by_ids.setdefault((ids, word), []).append(seq)
 
     def _candidates(self, words: frozenset[str]) -> set[int]:
+        if not self._items:
+            return set()
         n = len(words)
         probe = n - math.ceil(SIMILAR * n - 1e-9) + 1
         ids = _ids(words)
