@@ -372,3 +372,18 @@ def test_ledger_names_round_trip() -> None:
         assert disk_name(recorded) == name
         assert recorded.isprintable() or "\\" in recorded
     assert len({ledger_name(n) for n in ["a\nb", "a\\nb", "\udcff", "\\xff", "\x85", "\\x85"]}) == 6
+
+
+def test_one_secret_table_for_sources_prompts_and_logs() -> None:
+    from wikiwright.core.logsetup import redact as log_redact
+    from wikiwright.core.secrets import scan
+
+    text, kinds = scan(SECRET_SOURCE + "\nspring.datasource.password=hunter2hunter2\n")
+    assert {"aws-key", "private-key", "github-token", "gitlab-token", "slack-token", "openai-key", "anthropic-key",
+            "jwt", "password", "connection-string"} <= set(kinds)
+    assert not [v for v in [*SECRETS.values(), "hunter2hunter2"] if v in text]
+    assert not [v for v in SECRETS.values() if v in log_redact(SECRET_SOURCE, [])]
+    # The log redactor matches secrets, not words: file names and prose stay as they are.
+    for line in ("raw/passwd: ingested (passwd)", "raw/password.md: ingested", "Use the token bucket; tokens in 120",
+                 "the password reset page", "secret-santa.md: ingested"):
+        assert log_redact(line, []) == line, line

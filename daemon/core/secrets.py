@@ -17,8 +17,9 @@ from dataclasses import dataclass
 REDACTED = "[REDACTED]"
 REDACTED_RE = re.compile(r"\[REDACTED(?::[a-z\-]+)?\]")
 
-# A credential name stands alone: not the tail of a path, a file name or a longer word.
-_NAME_START = r"(?<![/\\.\w\-])"
+# A credential name stands alone: not the tail of a path or of a longer word (a dotted
+# setting such as spring.datasource.password= still counts).
+_NAME_START = r"(?<![/\\\w\-])"
 _NOT_DONE = r"(?!\[REDACTED)"
 
 
