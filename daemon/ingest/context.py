@@ -30,16 +30,21 @@ MAX_CLAIM_PAGES = 12  # pages routed by the claim index
 MAX_OTHER_NAMES = 30  # page names listed for linking
 SEARCH_TERMS = 12
 SMALL_PAGE = 1200  # characters of body: such a page is shown whole
-PAGE_PROSE = 1600  # characters of matching prose shown of a larger page
+PAGE_PROSE = 1000  # characters of matching prose shown of a larger page
+MAX_MATCHED = 6  # paragraphs (or list items) shown of a larger page: the best, the latest first on ties
+BRIEF_PROSE = 300  # characters of prose shown of a page only full-text search found: its best paragraph
+MAX_BRIEF_VIEWS = 3  # pages only full-text search found that are shown (the rest are listed by name)
 MAX_CLAIMS_SHOWN = 24  # current claims shown of one page (the source's own first)
 # A paragraph matches the source by the words they share, each weighted by how rare it is on
 # the page (a word on every paragraph says nothing): it must reach MIN_MATCH and a share of
 # the best paragraph's score.
-MIN_MATCH = 1.5
+MIN_MATCH = 1.0
 RELATIVE_MATCH = 0.5
 LONG_PARAGRAPH = 500  # a longer paragraph made of list items is split into its items
 _WORD_RE = re.compile(r"[^\W\d_][\w'-]{2,}", re.UNICODE)
 _TERM_RE = re.compile(r"\w+", re.UNICODE)
+# A citation of a source page ([[src-note-05]]) says which source, not what the text is about.
+_CITATION_RE = re.compile(r"\[\[src-[^\]]*\]\]")
 
 
 def search_terms(text: str, limit: int = SEARCH_TERMS) -> list[str]:
@@ -168,16 +173,20 @@ def _paragraphs(text: str) -> list[str]:
 
 def _score(chunks: list[Chunk], terms: set[str]) -> None:
     """Each chunk's match with the source: the sum over shared words of their rarity on the page."""
-    words = [content_terms(c.text) & terms for c in chunks]
+    words = [content_terms(_CITATION_RE.sub(" ", c.text)) & terms for c in chunks]
     df = Counter(w for shared in words for w in shared)
     total = len(chunks)
     for chunk, shared in zip(chunks, words, strict=True):
-        chunk.score = sum(math.log((total + 1) / (df[w] + 0.5)) + 0.5 for w in shared)
+        chunk.score = sum(math.log((total + 1) / (df[w] + 0.5)) for w in shared)
 
 
 def build_view(name: str, rank: int, page: Page, source_terms: set[str], claim_keys: set[str],
-               mentioned: bool) -> PageView | None:
-    """A view of one page, or None when nothing of it concerns the source (then it is a name only)."""
+               mentioned: bool, brief: bool = False) -> PageView | None:
+    """A view of one page, or None when nothing of it concerns the source (then it is a name only).
+
+    ``brief``: a page only full-text search found (the source neither names it nor states one of
+    its claims): its best matching paragraphs up to BRIEF_PROSE and the claims the source speaks
+    about, never the whole page."""
     meta = page.meta
     title = str(meta.get("title") or name)
     aliases = page.aliases
@@ -188,14 +197,16 @@ def build_view(name: str, rank: int, page: Page, source_terms: set[str], claim_k
 
     def speaks_about(key: str) -> bool:
         words = claim_terms(key)
-        return key in claim_keys or (bool(words) and len(words & source_terms) * 2 >= len(words) + 1)
+        if key in claim_keys or brief:
+            return key in claim_keys
+        return bool(words) and len(words & source_terms) * 2 >= len(words) + 1
 
     ordered_claims = sorted(current, key=lambda c: (not speaks_about(c.key), c.line))
     matched = sum(1 for c in current if speaks_about(c.key))
-    shown_claims = ordered_claims[: max(MAX_CLAIMS_SHOWN, matched)]
+    shown_claims = ordered_claims[: matched if brief else max(MAX_CLAIMS_SHOWN, matched)]
     sections = split_sections(page.body)
     body_size = sum(len(t) for h, t in sections if h.casefold() != "claims")
-    small = body_size <= SMALL_PAGE
+    small = body_size <= SMALL_PAGE and not brief
     chunks: list[Chunk] = []
     sizes: dict[str, int] = {}
     outline: list[str] = []
@@ -220,15 +231,18 @@ def build_view(name: str, rank: int, page: Page, source_terms: set[str], claim_k
     if small:
         view.kept = set(range(len(chunks)))
     else:
-        budget = PAGE_PROSE
+        budget = BRIEF_PROSE if brief else PAGE_PROSE
         best = max((c.score for c in chunks), default=0.0)
-        for index in sorted(range(len(chunks)), key=lambda i: (-chunks[i].score, chunks[i].order)):
+        most = 1 if brief else MAX_MATCHED
+        for index in sorted(range(len(chunks)), key=lambda i: (-chunks[i].score, -chunks[i].order)):
             chunk = chunks[index]
             if chunk.score < max(MIN_MATCH, best * RELATIVE_MATCH) or len(chunk.text) > budget:
                 continue
             view.kept.add(index)
             budget -= len(chunk.text)
-        if chunks and 0 not in view.kept and len(chunks[0].text) <= 300 and (view.kept or mentioned):
+            if len(view.kept) >= most:
+                break
+        if chunks and not brief and 0 not in view.kept and len(chunks[0].text) <= 300 and (view.kept or mentioned):
             view.kept.add(0)  # the lead says what the page is
             chunks[0].score = max(chunks[0].score, 0.5)
     if not (small or view.kept or matched or mentioned or name == "overview"):
@@ -281,11 +295,17 @@ def page_context(routing: Routing, read: Callable[[str], Page | None], source: s
     terms = content_terms(source)
     views: list[PageView] = []
     listed: list[str] = []
+    briefs = 0
     for rank, name in enumerate(routing.candidates):
         page = read(name)
         if page is None:
             continue
-        view = build_view(name, rank, page, terms, routing.claim_keys.get(name, set()), name in routing.mentioned)
+        keys = routing.claim_keys.get(name, set())
+        brief = not keys and name not in routing.mentioned and name != "overview"
+        view = None
+        if not brief or briefs < MAX_BRIEF_VIEWS:
+            view = build_view(name, rank, page, terms, keys, name in routing.mentioned, brief)
+            briefs += brief and view is not None
         if view is None:
             listed.append(name)
         else:

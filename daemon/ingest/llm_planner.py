@@ -45,7 +45,7 @@ from ..ingest.plan import IngestPlan, redact_source, source_page_name
 from ..intake.extract import SourceText
 from ..intake.ledger import FileRecord, Ledger
 from ..wiki.catalog import Catalog
-from ..wiki.pages import SPECIAL_PAGES, Page, parse_page, render_page
+from ..wiki.pages import SPECIAL_PAGES, Page, get_section, parse_page, render_page, set_section
 from ..wiki.reviewfile import HELD_BACK, Proposal, proposal
 from ..wiki.sanitize import clean_line, code_span
 from ..wiki.writer import PageChange
@@ -53,6 +53,7 @@ from ..wiki.writer import PageChange
 log = logging.getLogger(__name__)
 
 SCHEMA_MD_LIMIT = 6000
+SCHEMA_SECTIONS_NOT_FOR_INGEST = ("Daily logs",)
 # Room for page views even when the source part fills the budget: claims the source speaks
 # about are worth sending over a slightly larger prompt.
 MIN_PAGES_CHARS = 1500
@@ -306,10 +307,15 @@ class ModelPlanner:
         return system, user
 
     def _schema_md(self) -> str:
+        """The vault's SCHEMA.md, less the sections about the daily logs (consolidation's rules,
+        not an ingest's): every other rule a person wrote there is sent."""
         try:
             text = self.vault.schema_file.read_text(encoding="utf-8")
         except OSError:
             return "(no SCHEMA.md in this vault)"
+        for heading in SCHEMA_SECTIONS_NOT_FOR_INGEST:
+            if get_section(text, heading) is not None:
+                text = set_section(text, heading, "")
         return text if len(text) <= SCHEMA_MD_LIMIT else text[:SCHEMA_MD_LIMIT] + "\n[… cut]"
 
     def _call(self, system: str, user: str) -> tuple[dict[str, Any], Any]:
