@@ -150,8 +150,8 @@ class Daemon:
         for n in range(self.config.ingest.workers):
             self._spawn(f"worker-{n + 1}", self._worker_loop)
         if self._control_factory is not None:
-            self.control = ControlServer(self.vault.state, self._control_factory(self))
-            self.control.start()
+            control = ControlServer(self.vault.state, self._control_factory(self))
+            self.control = control if control.start() else None  # without it, commands run on their own
         if planner is None:
             self.model_ready.set()
         else:
@@ -364,6 +364,8 @@ class Daemon:
         scheduler = getattr(self, "scheduler", None)
         if scheduler is not None and not scheduler.running:
             problems.append("scheduler is not running")
+        if self.control is not None and not self.control.alive() and not self.stop_requested.is_set():
+            problems.append("the control socket is not serving")
         return problems
 
     def healthy(self) -> bool:
