@@ -19,11 +19,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from tests.helpers import rebuild_index
 from wikiwright.core.config import LintConfig
 from wikiwright.core.vault import Vault
 from wikiwright.upkeep.lint import run_lint
 from wikiwright.wiki.catalog import Catalog
-from wikiwright.wiki.index import rebuild_index
 
 
 def generate(root: Path, pages: int, seed: int = 7) -> Vault:

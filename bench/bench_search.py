@@ -29,7 +29,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from wikiwright.core.vault import Vault, init_vault
+from wikiwright.core.vault import Vault
+from wikiwright.door.init import init_vault
 from wikiwright.query.query import daemon_keeps_catalog_fresh, search
 from wikiwright.wiki.catalog import Catalog
 

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 from wikiwright.core.config import Config, WatchConfig, load_config
-from wikiwright.core.vault import Vault, init_vault
+from wikiwright.core.vault import Vault
+from wikiwright.door import Door
+from wikiwright.door.init import init_vault
 from wikiwright.ingest.pipeline import Pipeline
 from wikiwright.intake.ledger import Ledger
 from wikiwright.intake.watch import Registrar
@@ -93,7 +95,7 @@ def services(config: Config, vault: Vault) -> Iterator[Services]:
     catalog = Catalog(vault)
     catalog.refresh()
     repo = GitRepo(vault.root, config.git.author_name, config.git.author_email, lock_retry_seconds=2)
-    pipeline = Pipeline(config, vault, ledger, catalog, repo)
+    pipeline = Pipeline(Door(config, vault, ledger, catalog, repo))
     registrar = Registrar(vault, ledger, config.ingest.max_source_bytes, threading.Event())
     yield Services(config, vault, ledger, catalog, repo, pipeline, registrar)
     ledger.close()

@@ -58,3 +58,17 @@ def git(vault: Path, *args: str) -> str:
 def ingest_commits(vault: Path) -> list[str]:
     out = git(vault, "log", "--format=%H", "--grep=Wikiwright-Operation: ingest")
     return [line for line in out.splitlines() if line]
+
+
+def rebuild_index(vault: Any, catalog: Any) -> bool:
+    """Fixtures only: rewrite index.md's generated block from the catalogue, without a commit
+    (the daemon itself writes index.md only through the door)."""
+    from wikiwright.wiki.index import block_of, empty_page, render_index_block, splice_index
+
+    path = vault.wiki / "index.md"
+    current = path.read_text(encoding="utf-8") if path.exists() else empty_page("index")
+    updated = splice_index(current, render_index_block(catalog.entries()), block_of(current))
+    if updated == current:
+        return False
+    path.write_text(updated, encoding="utf-8")
+    return True

@@ -14,9 +14,9 @@ from pathlib import Path
 
 from wikiwright.core.vault import Vault
 from wikiwright.wiki.catalog import Catalog
-from wikiwright.wiki.index import INDEX_END, rebuild_index
+from wikiwright.wiki.index import INDEX_END
 
-from tests.helpers import git
+from tests.helpers import git, rebuild_index
 
 
 def page(meta: str, body: str) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from wikiwright.door import Door
 from wikiwright.ingest.llm_planner import ModelPlanner
 from wikiwright.ingest.pipeline import Pipeline
 
@@ -17,7 +18,7 @@ def use_model(services: Services, server: ScriptedServer, **llm: Any) -> ModelPl
     services.config = config
     planner = ModelPlanner(config, services.vault, services.ledger, services.catalog)
     planner.client.backoff_seconds = 0.01
-    services.pipeline = Pipeline(config, services.vault, services.ledger, services.catalog, services.repo,
+    services.pipeline = Pipeline(Door(config, services.vault, services.ledger, services.catalog, services.repo),
                                  planner=planner)
     return planner
 

@@ -9,10 +9,9 @@ from wikiwright.core.config import Config
 from wikiwright.core.vault import Vault
 from wikiwright.upkeep.review import ReviewQueue
 from wikiwright.wiki.catalog import Catalog
-from wikiwright.wiki.index import rebuild_index
 from wikiwright.wiki.pages import parse_claims, parse_page
 
-from tests.helpers import cli, git
+from tests.helpers import cli, git, rebuild_index
 from tests.lint_fixture import page
 
 KEY = "payload.max-size"

@@ -7,7 +7,7 @@ from datetime import date
 
 import pytest
 from wikiwright.core.errors import RevertBlocked
-from wikiwright.door.session import Session
+from wikiwright.door import Door
 from wikiwright.history.retract import retract_source
 from wikiwright.history.revert import reverse_patch, revert_ingest
 from wikiwright.history.view import operations
@@ -23,8 +23,8 @@ HUNDRED = "100 requests per second per client"
 TWO_HUNDRED = "200 requests per second per client"
 
 
-def _session(services: Services) -> Session:
-    return Session(services.config, services.vault, services.ledger, services.catalog, services.repo)
+def _session(services: Services) -> Door:
+    return services.pipeline.door
 
 
 def _claims(services: Services) -> list[tuple[str, str, str, str]]:

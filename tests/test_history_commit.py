@@ -14,14 +14,13 @@ from wikiwright.vcs.repo import GitRepo
 
 from tests.helpers import git
 
-# Both ways of committing: ``git commit --only`` (small wikis) and the private index (large ones).
-WAYS = pytest.mark.parametrize("private_from", [0, 1 << 40], ids=["private-index", "commit-only"])
+# Every commit goes through the private index with the exact bytes given (never `commit --only`,
+# which reads the working tree); WAYS is the one way, kept as a parameter of the tests below.
+WAYS = pytest.mark.parametrize("private_from", [0], ids=["private-index"])
 
 
 def _repo(vault: Vault, private_from: int, cls: type[GitRepo] = GitRepo) -> GitRepo:
-    repo = cls(vault.root)
-    repo.private_index_min_bytes = private_from
-    return repo
+    return cls(vault.root)
 
 
 def _page(vault: Vault, name: str, text: str) -> str:
@@ -89,11 +88,12 @@ class _RacingRepo(GitRepo):
 
     raced = False
 
-    def run(self, *args: str, env: Mapping[str, str] | None = None, strip: bool = True) -> str:
+    def run(self, *args: str, env: Mapping[str, str] | None = None, strip: bool = True,
+            input: bytes | None = None) -> str:
         if args and args[0] in ("update-ref", "commit") and not self.raced:
             self.raced = True
             _person_commits(self.root, "race.txt")
-        return super().run(*args, env=env, strip=strip)
+        return super().run(*args, env=env, strip=strip, input=input)
 
 
 @WAYS

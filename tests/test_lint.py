@@ -69,7 +69,8 @@ def test_other_kinds_and_link_forms(vault: Vault, config: Config) -> None:
     (wiki / "gamma.md").write_text(page("type: widget\ntitle: {a: 1}\nupdated: soon", "[[alpha]]\n"))
     (wiki / "delta.md").write_text("---\ntitle: [unclosed\n---\n[[alpha]]\n")
     from wikiwright.wiki.catalog import Catalog
-    from wikiwright.wiki.index import rebuild_index
+
+    from tests.helpers import rebuild_index
 
     catalog = Catalog(vault)
     catalog.refresh()

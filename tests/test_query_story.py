@@ -5,16 +5,15 @@ from __future__ import annotations
 from datetime import date
 from typing import Any
 
-from wikiwright.door.session import Session
+from wikiwright.door import Door
 from wikiwright.history.retract import retract_source
 from wikiwright.history.revert import revert_ingest
 from wikiwright.query.query import ASK_SYSTEM, ask, save_answer, search
 from wikiwright.upkeep.lint import run_lint
-from wikiwright.wiki.index import rebuild_index
 from wikiwright.wiki.pages import get_section, parse_claims, parse_page
 
 from tests.conftest import Services
-from tests.helpers import git
+from tests.helpers import git, rebuild_index
 from tests.llm_server import ScriptedServer
 from tests.model_helpers import page, use_model
 from tests.story import SOURCES, story_script
@@ -52,8 +51,8 @@ def tell_story(services: Services, server: ScriptedServer) -> list[str]:
     return commits
 
 
-def session(services: Services) -> Session:
-    return Session(services.config, services.vault, services.ledger, services.catalog, services.repo)
+def session(services: Services) -> Door:
+    return services.pipeline.door
 
 
 def current(services: Services, name: str, key: str = RATE) -> list[str]:

@@ -67,13 +67,20 @@ def test_running_daemon_applies_ticks_rejections_and_keeps_free_text(
     env = {**isolated_env, "WIKIWRIGHT_LINT_INTERVAL_HOURS": "0.0003", "WIKIWRIGHT_LINT_REVIEW_POLL_SECONDS": "0.3"}
     proc = start_daemon(vault.root, env)
     try:
-        # REVIEW.md is written just before its commit: wait for the commit, not only the file.
+        # REVIEW.md is written just before its commit and the proposals recorded just after it:
+        # wait for all three, not only the file.
+        def stored() -> dict[str, str]:
+            store = ReviewStore(vault.db_path)
+            try:
+                return {item.id: item.kind for item in store.items()}
+            finally:
+                store.close()
+
         wait_for(lambda: len(_ids(vault)) == len(EXPECTED)
-                 and "Wikiwright-Operation: lint" in git(vault.root, "log", "-1", "--format=%B"),
-                 timeout=30, what="lint proposals in REVIEW.md, committed")
-        store = ReviewStore(vault.db_path)
-        kinds = {item.id: item.kind for item in store.items()}
-        store.close()
+                 and "Wikiwright-Operation: lint" in git(vault.root, "log", "-1", "--format=%B")
+                 and len(stored()) >= len(EXPECTED),
+                 timeout=30, what="lint proposals in REVIEW.md, committed and recorded")
+        kinds = stored()
         text = vault.review_file.read_text()
         for heading in ("## Conflicting claims", "## Stale restatements", "## Broken links", "## Orphan pages",
                         "## Index drift"):
@@ -117,7 +124,7 @@ def test_running_daemon_applies_ticks_rejections_and_keeps_free_text(
         assert "by [[dana-whitfield|Dana Whitfield]];" in retention and "[[Dana Whitfield]]" not in retention
         assert "retired-page" not in (vault.wiki / "index.md").read_text()
         log_md = (vault.wiki / "log.md").read_text()
-        assert log_md.count("review | rejected:") == 1
+        assert log_md.count("review-rejection | rejected:") == 1
         assert "`export.retention` = 30 days stands" in vault.review_file.read_text()
         # Only the value the chosen one contradicts is disputed; the enterprise value stays.
         assert "- `export.retention.enterprise`: 90 days (as of 2026-03-10, [[src-decision]])" in retention

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from wikiwright.core.config import Config
 from wikiwright.core.vault import Vault
+from wikiwright.door import Door
 from wikiwright.ingest.pipeline import Pipeline
 from wikiwright.intake.ledger import Ledger
 from wikiwright.intake.watch import Registrar
@@ -44,7 +45,7 @@ def daemon_like(config: Config, vault: Vault, lock_retry: float) -> Services:
     catalog.refresh()
     repo = GitRepo(vault.root, config.git.author_name, config.git.author_email, lock_retry_seconds=lock_retry,
                    on_wait=lambda message: ledger.set_notice("git", message))
-    pipeline = Pipeline(config, vault, ledger, catalog, repo)
+    pipeline = Pipeline(Door(config, vault, ledger, catalog, repo))
     pipeline.retry_git_seconds = 0.2
     registrar = Registrar(vault, ledger, config.ingest.max_source_bytes, threading.Event())
     return Services(config, vault, ledger, catalog, repo, pipeline, registrar)
@@ -107,7 +108,10 @@ def test_exactly_one_commit_per_ingest_with_trailers(services: Services) -> None
         assert fields["Wikiwright-Engine"] == "offline"
         assert fields["Wikiwright-Operation"] == "ingest"
         files = git(root, "show", "--name-only", "--format=", sha).split()
-        assert sorted(files) == sorted([page, "wiki/index.md", "wiki/log.md"])
+        # The source itself is in its ingest's commit (the first one also adds the daemon's
+        # .gitignore section that keeps the rest of raw/ out of git).
+        assert sorted(f for f in files if f != ".gitignore") == sorted([page, "wiki/index.md", "wiki/log.md",
+                                                                         f"raw/{name}"])
         assert git(root, "log", "-1", "--format=%an <%ae>", sha).strip() == "wikiwright <wikiwright@localhost>"
     assert git(root, "status", "--porcelain", "--", "wiki") == ""
     assert_fsck_clean(root)

@@ -69,12 +69,12 @@ def cmd_history(args: argparse.Namespace) -> int:
 
 @command("revert")
 def cmd_revert(args: argparse.Namespace) -> int:
-    from ..door.session import writing_session
+    from ..door import Door
     from ..history.revert import revert_ingest
 
     config, vault = open_vault(args)
-    with writing_session(config, vault, "revert") as session:
-        result = revert_ingest(session, args.ingest)
+    with Door.open(config, vault) as door:
+        result = revert_ingest(door, args.ingest)
     ref = result.ingest
     print(f"Reverted the ingest of {ref.source_path} ({ref.commit.sha[:10]})"
           + (f" in commit {result.commit[:10]}" if result.commit else " (nothing left to change)"))
@@ -94,12 +94,12 @@ def cmd_revert(args: argparse.Namespace) -> int:
 
 @command("retract")
 def cmd_retract(args: argparse.Namespace) -> int:
-    from ..door.session import writing_session
+    from ..door import Door
     from ..history.retract import retract_source
 
     config, vault = open_vault(args)
-    with writing_session(config, vault, "retract") as session:
-        result = retract_source(session, args.source, reason=args.reason or "")
+    with Door.open(config, vault) as door:
+        result = retract_source(door, args.source, reason=args.reason or "")
     print(f"Retracted {result.source.path}" + (f" in commit {result.commit[:10]}" if result.commit else ""))
     for line in result.retracted:
         print(f"  struck as retracted: {line}")

@@ -108,11 +108,9 @@ def _copy_into_raw(vault: Any, source: Path, folder: Path | None = None) -> Path
 @command("ingest")
 def cmd_ingest(args: argparse.Namespace) -> int:
     from ..core.vault import VaultLock
-    from ..ingest.pipeline import Pipeline
-    from ..intake.ledger import Ledger
+    from ..door import Door
+    from ..ingest.pipeline import JobResult, Pipeline
     from ..intake.watch import Registrar
-    from ..vcs.repo import GitRepo
-    from ..wiki.catalog import Catalog
 
     setup_logging(args.verbose)
     config, vault = open_vault(args)
@@ -127,88 +125,60 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     if not files:
         return 1
     lock = VaultLock(vault, "ingest")
-    holder = lock.holder()
-    if holder is not None:
-        for f, folder in files:
-            target = _copy_into_raw(vault, f, folder)
-            print(f"queued {relative_name(vault.root, target)} for the running daemon ({holder})")
-        return 1 if refused else 0
-    with lock:
-        ledger = Ledger(vault.db_path)
-        catalog = Catalog(vault)
+    waiting_said = False
+    while not lock.try_acquire():
+        # Only a running daemon takes the files over; another one-shot `ingest` is waited for.
+        if lock.holder_purpose() == "run":
+            holder = lock.holder()
+            for f, folder in files:
+                target = _copy_into_raw(vault, f, folder)
+                print(f"queued {relative_name(vault.root, target)} for the running daemon ({holder})")
+            return 1 if refused else 0
+        if not waiting_said:
+            print(f"waiting for {lock.holder() or 'another wikiwright command'} to finish", file=sys.stderr)
+            waiting_said = True
+        time.sleep(0.1)
+    try:
+        from ..upkeep.doctor import sweep_own_temp_files
+
+        door = Door.open(config, vault)
         try:
-            from ..upkeep.doctor import sweep_own_temp_files
-
             sweep_own_temp_files(vault)  # debris of a killed run; we hold the lock, no write is in flight
-            ledger.reset_running()
-            catalog.refresh()
-            repo = GitRepo(vault.root, config.git.author_name, config.git.author_email,
-                           config.git.lock_retry_seconds)
-            planner = None
-            if config.llm.enabled:
-                from ..ingest.llm_planner import ModelPlanner
-
-                planner = ModelPlanner(config, vault, ledger, catalog)
-            pipeline = Pipeline(config, vault, ledger, catalog, repo, planner=planner)
-            registrar = Registrar(vault, ledger, config.ingest.max_source_bytes, threading.Event(),
+            door.ledger.reset_running()
+            pipeline = Pipeline(door, planner=_planner(config, door))
+            registrar = Registrar(vault, door.ledger, config.ingest.max_source_bytes, threading.Event(),
                                   allow_hard_links=config.ingest.allow_hard_links)
-            targets = [_copy_into_raw(vault, f, folder) for f, folder in files]
             rels = []
-            for target in targets:
+            for target in (_copy_into_raw(vault, f, folder) for f, folder in files):
                 registrar.register(target)
                 rels.append(relative_name(vault.root, target))
-            return max(_drain_with_progress(pipeline, ledger, rels), 1 if refused else 0)
+            outcomes: list[JobResult] = []
+
+            def report(result: JobResult) -> None:
+                outcomes.append(result)
+                line = f"[{len(outcomes)}/{len(rels)}] {result.path}: {result.state}"
+                if result.detail:
+                    line += f" — {result.detail}"
+                if result.state == "pending":
+                    line += "; it stays queued for `wikiwright run` or the next `wikiwright ingest`"
+                elif result.commit:
+                    line += f" ({result.commit[:10]})"
+                print(line)
+
+            pipeline.drain_paths(rels, report)
+            return 1 if refused or any(r.state in ("quarantined", "pending", "running") for r in outcomes) else 0
         finally:
-            ledger.close()
-            catalog.close()
+            door.close()
+    finally:
+        lock.release()
 
 
-def _drain_with_progress(pipeline: Any, ledger: Any, rels: list[str]) -> int:
-    total = len(rels)
-    bad = 0
-    tty = sys.stderr.isatty()
-    done = 0
-    for rel in rels:
-        record = ledger.get_file(rel)
-        if record is None:
-            continue
-        if record.state in ("pending",):
-            continue
-        done += 1
-        print(f"[{done}/{total}] {rel}: {record.state}" + (f" — {record.reason}" if record.reason else ""))
-        bad += record.state == "quarantined"
-    while True:
-        result = pipeline.drain_once()
-        if result is None:
-            # Work due again soon (a file still settling) is worth waiting for; a paused
-            # repository is not: it is reported below and stays queued.
-            soon = [r for r in (ledger.get_file(rel) for rel in rels)
-                    if r is not None and r.state == "pending" and r.attempts < 3
-                    and r.not_before - time.time() <= 3.0]
-            if not soon:
-                break
-            time.sleep(max(0.0, min(r.not_before for r in soon) - time.time()) + 0.05)
-            continue
-        if result.path not in rels or result.state == "pending":
-            continue
-        done += 1
-        line = f"[{done}/{total}] {result.path}: {result.state}"
-        if result.detail:
-            line += f" — {result.detail}"
-        if result.commit:
-            line += f" ({result.commit[:10]})"
-        if tty:
-            sys.stderr.write("\r\033[K")
-        print(line)
-        bad += result.state == "quarantined"
-    for rel in rels:
-        record = ledger.get_file(rel)
-        if record is not None and record.state == "pending":
-            done += 1
-            bad += 1
-            print(f"[{done}/{total}] {rel}: pending — {record.reason or 'queued'}; it stays queued for "
-                  "`wikiwright run` or the next `wikiwright ingest`")
-    return 1 if bad else 0
+def _planner(config: Any, door: Any) -> Any:
+    if not config.llm.enabled:
+        return None
+    from ..ingest.llm_planner import ModelPlanner
+
+    return ModelPlanner(config, door.vault, door.ledger, door.catalog)
 
 
 @command("schema")

@@ -102,6 +102,7 @@ def cmd_consolidate(args: argparse.Namespace) -> int:
     read_only = args.dry_run or args.check
     # --dry-run and --check write nothing, not even a fresh state database.
     ledger = Ledger(Path(":memory:") if read_only and not vault.db_path.exists() else vault.db_path)
+    consolidator = None
     try:
         consolidator = Consolidator(config, vault, ledger)
         if args.dry_run:
@@ -133,4 +134,6 @@ def cmd_consolidate(args: argparse.Namespace) -> int:
             print(f"{result.state}: {result.detail}" + (f" (commit {result.commit[:10]})" if result.commit else ""))
         return 0 if result.state in ("consolidated", "proposed", "nothing-new") else 1
     finally:
+        if consolidator is not None:
+            consolidator.close()
         ledger.close()

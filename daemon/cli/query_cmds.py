@@ -96,7 +96,7 @@ def _print_answer(answer: Any) -> None:
 def cmd_ask(args: argparse.Namespace) -> int:
     from datetime import date
 
-    from ..door.session import writing_session
+    from ..door import Door
     from ..intake.ledger import Ledger
     from ..query.query import ask, save_answer
     from ..wiki.catalog import Catalog
@@ -104,13 +104,13 @@ def cmd_ask(args: argparse.Namespace) -> int:
     config, vault = open_vault(args)
     question = " ".join(args.question)
     if args.save:
-        with writing_session(config, vault, "ask --save") as session:
-            answer = ask(config, vault, session.catalog, session.ledger, question)
+        with Door.open(config, vault) as door:
+            answer = ask(config, vault, door.catalog, door.ledger, question)
             if args.json:
                 emit_json(answer.to_json())
             else:
                 _print_answer(answer)
-            page, sha = save_answer(session, answer, date.today())
+            page, sha = save_answer(door, answer, date.today())
         print(f"\nSaved as wiki/{page}.md" + (f" (commit {sha[:10]})" if sha else ""), file=sys.stderr)
         return 0
     ledger = Ledger(vault.db_path)

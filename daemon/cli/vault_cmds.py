@@ -38,7 +38,7 @@ def add_parsers(add: AddParser) -> None:
 
 @command("init")
 def cmd_init(args: argparse.Namespace) -> int:
-    from ..core.vault import init_vault
+    from ..door.init import init_vault
 
     config = load_config(None)
     vault, created = init_vault(Path(args.path), config.git.author_name, config.git.author_email)

@@ -1,4 +1,4 @@
-"""The vault: its layout, ``init``, how a command finds it, and path safety.
+"""The vault: its layout, how a command finds it, and path safety (``init``: door/init.py).
 
 Every path the daemon writes goes through :meth:`Vault.wiki_path` (or one of the few fixed
 files at the vault root), which resolves symlinks and refuses anything outside ``wiki/``.
@@ -14,8 +14,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.errors import UnsafePathError, VaultError, VaultLockedError
-from ..core.fsutil import atomic_write_text
-from ..core.resources import read_shipped_text
 
 STATE_DIR = ".wikiwright"
 GITIGNORE_LINES = (".wikiwright/", ".obsidian/workspace*.json", ".trash/", "*.wikiwright-tmp-*")
@@ -118,55 +116,6 @@ def find_vault(explicit: str | None, environ: dict[str, str] | os._Environ[str],
     )
 
 
-def init_vault(root: Path, author_name: str, author_email: str) -> tuple[Vault, list[str]]:
-    """Create the vault layout, git-initialise it and make the first commit.
-
-    Returns the vault and the list of things created; an empty list means the vault was
-    already complete and nothing was changed.
-    """
-    from ..vcs.repo import GitRepo
-
-    root = root.expanduser().resolve()
-    if root.exists() and not root.is_dir():
-        raise VaultError(f"{root} exists and is not a folder")
-    vault = Vault(root)
-    created: list[str] = []
-    for folder in (vault.root, vault.raw, vault.logs, vault.wiki, vault.sources_dir, vault.state):
-        if not folder.is_dir():
-            folder.mkdir(parents=True, exist_ok=True)
-            created.append(folder.relative_to(root.parent).as_posix() + "/")
-    files = {
-        vault.schema_file: read_shipped_text("config", "SCHEMA.md"),
-        vault.review_file: "# Review\n\nProposals waiting for a person. Tick `- [x]` to approve, "
-        "mark `- [-]` to reject.\n",
-        vault.wiki / "index.md": "",
-        vault.wiki / "log.md": "",
-        vault.wiki / "overview.md": "",
-    }
-    from ..wiki.index import empty_page
-
-    for path, text in files.items():
-        if not path.exists():
-            if path.parent == vault.wiki and not text:
-                text = empty_page(path.stem)
-            atomic_write_text(path, text, crash_hooks=False)
-            created.append(vault.rel(path))
-    gitignore = root / ".gitignore"
-    existing = gitignore.read_text(encoding="utf-8") if gitignore.exists() else ""
-    missing = [line for line in GITIGNORE_LINES if line not in existing.splitlines()]
-    if missing:
-        prefix = existing if not existing or existing.endswith("\n") else existing + "\n"
-        atomic_write_text(gitignore, prefix + "\n".join(missing) + "\n", crash_hooks=False)
-        created.append(".gitignore")
-    repo = GitRepo(root, author_name, author_email)
-    if repo.init_if_missing():
-        created.append(".git/")
-    if created:
-        paths = [p for p in (".gitignore", "SCHEMA.md", "REVIEW.md", "wiki") if (root / p).exists()]
-        repo.commit_paths(paths, "wikiwright: initialise vault", {"Wikiwright-Operation": "init"})
-    return vault, created
-
-
 class VaultLock:
     """The single-writer lock: one ``wikiwright run`` (or one-shot ingest) per vault.
 
@@ -180,6 +129,15 @@ class VaultLock:
         self._fd: int | None = None
 
     def acquire(self) -> None:
+        if not self.try_acquire():
+            holder = self.holder() or "another process"
+            raise VaultLockedError(
+                f"the vault {self.path.parent.parent} is already in use by {holder}; "
+                "only one wikiwright writer may run per vault"
+            )
+
+    def try_acquire(self) -> bool:
+        """Take the lock if nobody holds it; False (nothing taken) when someone does."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         try:
@@ -187,15 +145,19 @@ class VaultLock:
         except OSError as exc:
             os.close(fd)
             if exc.errno in (errno.EAGAIN, errno.EACCES):
-                holder = self.holder() or "another process"
-                raise VaultLockedError(
-                    f"the vault {self.path.parent.parent} is already in use by {holder}; "
-                    "only one wikiwright writer may run per vault"
-                ) from None
+                return False
             raise
         os.ftruncate(fd, 0)
         os.write(fd, f"{os.getpid()} {self.purpose}\n".encode())
         self._fd = fd
+        return True
+
+    def holder_purpose(self) -> str | None:
+        """What the holder is doing ("run": the daemon, "ingest": a one-shot), None if free."""
+        holder = self.holder()
+        if holder is None:
+            return None
+        return holder.rsplit("(", 1)[-1].rstrip(")") if holder.endswith(")") else ""
 
     def release(self) -> None:
         if self._fd is not None:

@@ -42,7 +42,7 @@ from typing import Any
 from ..core.config import Config
 from ..core.crashpoints import crash_point
 from ..core.errors import CommitPaused, UnsafePathError
-from ..core.fsutil import atomic_replace_if
+from ..core.fsutil import TEMP_MARKER, atomic_replace_if
 from ..core.locks import vault_write_lock
 from ..core.opkinds import OpKind
 from ..core.vault import Vault
@@ -140,11 +140,19 @@ class Door:
                            "finished it")
             else:
                 self._restore(entry)
-                message = f"{entry.kind} '{entry.title}' stopped before its commit; its changes were undone"
+                message = f"{entry.kind} '{entry.title}' stopped before its commit; the wiki was put back as it was"
+            self._sweep_temp_files(entry)
             crash_point("door-recovered")
             self.journal.clear()
             log.warning("%s", message)
             return message
+
+    def _sweep_temp_files(self, entry: JournalEntry) -> None:
+        """The temp files of the interrupted writes (atomic writes of the journaled files)."""
+        for rel in [*entry.files, f"{self.journal.path.parent.name}/{self.journal.path.name}"]:
+            path = self.vault.root / rel
+            for temp in path.parent.glob(f".{path.name}{TEMP_MARKER}*"):
+                temp.unlink(missing_ok=True)
 
     def _roll_forward(self, entry: JournalEntry, sha: str) -> None:
         committed = {rel: change.after for rel, change in entry.files.items()}
@@ -159,19 +167,20 @@ class Door:
             path = self.vault.root / rel
             disk = _read_bytes(path)
             blob = git_blob_id(disk) if disk is not None else None
-            if blob == change.before:
+            written = change.disk_after if change.disk_before is not None else change.after
+            earlier = change.disk_before if change.disk_before is not None else change.before
+            if blob in (change.before, earlier):
                 continue
-            before = self._blob(change.before)
-            if blob == change.after:
-                atomic_replace_if(path, before, disk)
+            if blob in (written, change.after):
+                atomic_replace_if(path, self._blob(earlier), disk)
                 continue
             # A person changed the file after the crashed operation wrote it: take out only the
             # operation's change (a reverse three-way merge), or leave it for them if that fails.
-            after = self._blob(change.after)
-            if disk is not None and before is not None and after is not None:
-                merged, clean = merge_texts(self.repo, after.decode("utf-8", "surrogateescape"),
+            ours, theirs = self._blob(written), self._blob(earlier)
+            if disk is not None and ours is not None and theirs is not None:
+                merged, clean = merge_texts(self.repo, ours.decode("utf-8", "surrogateescape"),
                                             disk.decode("utf-8", "surrogateescape"),
-                                            before.decode("utf-8", "surrogateescape"))
+                                            theirs.decode("utf-8", "surrogateescape"))
                 if clean and atomic_replace_if(path, merged.encode("utf-8", "surrogateescape"), disk):
                     continue
             log.warning("recovery: %s changed after an interrupted operation wrote it; left as it is", rel)
@@ -231,13 +240,31 @@ class Operation:
         self.commit_sha: str | None = None
         self._entry = JournalEntry(self.id, kind.value, title)
         self._touched: dict[str, _Touched] = {}
+        self._settled: dict[str, bytes | None] = {}  # what each file held when the person's edits were committed
         self._extra: list[str] = []
         self._callbacks: list[Callable[[str | None], None]] = []
         self._index_wanted = False
+        self._propose_conflicts = True
 
     @property
     def vault(self) -> Vault:
         return self.door.vault
+
+    @property
+    def config(self) -> Config:
+        return self.door.config
+
+    @property
+    def ledger(self) -> Ledger:
+        return self.door.ledger
+
+    @property
+    def catalog(self) -> Catalog:
+        return self.door.catalog
+
+    @property
+    def repo(self) -> GitRepo:
+        return self.door.repo
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -249,21 +276,31 @@ class Operation:
         raise UnsafePathError(f"an operation may not write {rel!r}")
 
     def settle(self, rels: Iterable[str]) -> None:
-        """Commit the person's uncommitted edits to ``rels`` under their name (files this
-        operation already wrote are left alone: their differences are the person's, for later)."""
-        fresh = [rel for rel in dict.fromkeys(rels) if rel not in self._touched]
+        """Commit the person's uncommitted edits to ``rels`` under their name, once per operation:
+        the operation's commit builds on exactly what was settled here. What the person types
+        after this stays in the files, on top of the operation's change, and stays theirs."""
+        fresh = [rel for rel in dict.fromkeys(rels) if rel not in self._settled]
         if fresh:
-            self.door.repo.commit_person_edits(fresh)
+            contents = {rel: _read_bytes(self._target(rel)) for rel in fresh}
+            self.door.repo.commit_person_contents(contents)
+            self._settled.update(contents)
+
+    def _target(self, rel: str) -> Path:
+        return self._path(rel) if rel.startswith("wiki/") or rel in ROOT_FILES else self.vault.root / rel
+
+    def _ours(self, rel: str) -> bytes | None:
+        """What this operation's commit holds at ``rel`` so far (settled, or written by it)."""
+        self.settle([rel])
+        return self._touched[rel].ours if rel in self._touched else self._settled[rel]
 
     def read(self, page: str) -> str | None:
-        rel = _page_rel(page)
-        self.settle([rel])
-        data = _read_bytes(self._path(rel))
+        """A page as this operation's commit builds on it (the person's edits committed first)."""
+        data = self._ours(_page_rel(page))
         return data.decode("utf-8") if data is not None else None
 
     def read_file(self, rel: str) -> str | None:
-        self.settle([rel])
-        data = _read_bytes(self._path(rel))
+        self._path(rel)
+        data = self._ours(rel)
         return data.decode("utf-8", "surrogateescape") if data is not None else None
 
     # -- writing ---------------------------------------------------------------------------
@@ -271,60 +308,72 @@ class Operation:
     def _put(self, rel: str, ours: bytes | None, disk_now: bytes | None, worktree: bytes | None) -> bool:
         """Journal, then write ``worktree`` at ``rel`` if it still holds ``disk_now``; the commit
         will hold ``ours``. False when the file changed meanwhile (nothing written)."""
-        if rel not in self._entry.files:
-            self._entry.files[rel] = FileChange(git_blob_id(disk_now) if disk_now is not None else None, None)
-        self._entry.files[rel].after = git_blob_id(worktree) if worktree is not None else None
+        change = self._entry.files.get(rel)
+        if change is None:
+            settled = self._settled[rel]
+            change = self._entry.files[rel] = FileChange(git_blob_id(settled) if settled is not None else None, None)
+        change.after = git_blob_id(ours) if ours is not None else None
+        base = self._touched[rel].ours if rel in self._touched else self._settled[rel]
+        if worktree != ours or disk_now != base:
+            # A person typed in the file since it was settled: recovery must be able to put back
+            # exactly what it held, so those bytes go into the object store first.
+            if disk_now is not None and change.disk_before is None:
+                change.disk_before = self.door.repo.store_bytes(disk_now)
+            change.disk_after = git_blob_id(worktree) if worktree is not None else None
         self.door.journal.save(self._entry)
         if not atomic_replace_if(self._path(rel), worktree, disk_now):
             return False
         self._touched[rel] = _Touched(ours)
-        if worktree != ours:
-            # The file also holds a person's newer text: recovery must recognise the commit's bytes.
-            self._entry.files[rel].after = git_blob_id(ours) if ours is not None else None
         return True
 
     def edit_file(self, rel: str, mutate: Callable[[str | None], str | None]) -> bool:
         """Apply ``mutate`` (text → new text; None: absent / remove) to a vault file; True if changed.
 
-        Redone on the person's newer text when they save meanwhile. After this operation
-        wrote the file once, a person's later typing stays theirs: the commit holds
-        ``mutate`` of the operation's own text, the file ``mutate`` of theirs.
+        The commit holds ``mutate`` of the text the operation builds on; the file holds
+        ``mutate`` of what is in it now, so whatever a person typed since stays, and stays theirs.
         """
+        self._path(rel)
+        ours = self._ours(rel)
+        new = _encode(mutate(_decode(ours)))
+        if new == ours:
+            return False
         for _attempt in range(_RETRIES):
-            self.settle([rel])
             disk = _read_bytes(self._path(rel))
-            base = self._touched[rel].ours if rel in self._touched else disk
-            new = _encode(mutate(_decode(base)))
-            if new == base:
-                return False
-            worktree = new if disk == base else _encode(mutate(_decode(disk)))
+            worktree = new if disk == ours else _encode(mutate(_decode(disk)))
             if self._put(rel, new, disk, worktree):
                 return True
         raise CommitPaused(f"{rel} kept changing while wikiwright tried to update it; will try again")
 
     def write_file(self, rel: str, text: str, base: str | None) -> bool:
-        """Write ``text`` to ``rel`` only if it still holds ``base`` (None: absent); False if not."""
-        self.settle([rel])
-        disk = _read_bytes(self._path(rel))
-        if disk != _encode(base):
+        """Write ``text`` to ``rel`` only if it holds ``base`` (None: absent); False if not."""
+        if self.read_file(rel) != base:
             return False
-        return self._put(rel, _encode(text), disk, _encode(text))
+        new = _encode(text)
+        for _attempt in range(_RETRIES):
+            disk = _read_bytes(self._path(rel))
+            if disk != _encode(base):
+                return False  # a person wrote it meanwhile: theirs stays
+            if self._put(rel, new, disk, new):
+                return True
+        return False
 
     def delete_page(self, page: str, expected: str) -> bool:
         """Remove a page only if it still holds ``expected``; True if it is gone."""
         rel = _page_rel(page)
-        self.settle([rel])
-        disk = _read_bytes(self._path(rel))
-        if disk is None:
+        ours = self._ours(rel)
+        if ours is None:
             return True
-        if disk != expected.encode("utf-8") or not self._put(rel, None, disk, None):
+        disk = _read_bytes(self._path(rel))
+        if ours != expected.encode("utf-8") or disk != ours or not self._put(rel, None, disk, None):
             return False
         self.deleted.append(page)
         return True
 
-    def write(self, changes: list[PageChange]) -> WriteOutcome:
+    def write(self, changes: list[PageChange], *, propose_conflicts: bool = True) -> WriteOutcome:
         """Apply page changes: compare-and-swap, three-way merge with a person's edits, and an
-        unmergeable change proposed in REVIEW.md while the person's version stays."""
+        unmergeable change proposed in REVIEW.md while the person's version stays (with
+        ``propose_conflicts=False`` only reported: a review fix that no longer applies)."""
+        self._propose_conflicts = propose_conflicts
         outcome = WriteOutcome()
         for change in changes:
             self._path(_page_rel(change.page))  # check every target before touching any file
@@ -339,30 +388,30 @@ class Operation:
     def _write_page(self, change: PageChange, outcome: WriteOutcome) -> None:
         rel = _page_rel(change.page)
         new = change.text.encode("utf-8")
-        for _attempt in range(_RETRIES):
-            self.settle([rel])
-            disk = _read_bytes(self._path(rel))
-            ours = self._touched[rel].ours if rel in self._touched else disk
-            if ours == new:
-                outcome.unchanged.append(change.page)
-                outcome.texts[change.page] = change.text
-                return
-            base = self._base(change, rel)
-            if ours is None or ours == base:
-                worktree: bytes | None = new
-                commit, merged = new, False
-            elif base is not None:
-                text, clean = merge_texts(self.door.repo, base.decode("utf-8"), ours.decode("utf-8"), change.text)
-                if not clean:
-                    outcome.conflicts.append(self._conflict(change, ours))
-                    return
-                commit, worktree, merged = text.encode("utf-8"), text.encode("utf-8"), True
-            else:
+        ours = self._ours(rel)
+        if ours == new:
+            outcome.unchanged.append(change.page)
+            outcome.texts[change.page] = change.text
+            return
+        base = self._base(change, rel)
+        merged = False
+        if ours is None or ours == base:
+            commit = new
+        elif base is not None:
+            text, clean = merge_texts(self.door.repo, base.decode("utf-8"), ours.decode("utf-8"), change.text)
+            if not clean:
                 outcome.conflicts.append(self._conflict(change, ours))
                 return
+            commit, merged = text.encode("utf-8"), True
+        else:
+            outcome.conflicts.append(self._conflict(change, ours))
+            return
+        for _attempt in range(_RETRIES):
+            disk = _read_bytes(self._path(rel))
+            worktree: bytes | None = commit
             if disk != ours:
-                # A person typed in a file this operation already wrote: their text stays in the
-                # file, on top of ours, and stays theirs (uncommitted) — or the change waits.
+                # A person typed in the page since it was settled: their text stays in the file, on
+                # top of ours, and stays theirs (uncommitted) — or, if it does not merge, the change waits.
                 if ours is None or disk is None:
                     outcome.conflicts.append(self._conflict(change, disk))
                     return
@@ -389,6 +438,9 @@ class Operation:
 
     def _conflict(self, change: PageChange, disk: bytes | None) -> Conflict:
         """The person's page stays; wikiwright's version waits in REVIEW.md for them."""
+        if not self._propose_conflicts:
+            return Conflict(change.page, "", f"wiki/{change.page}.md changed since this was proposed and the "
+                                             "change no longer merges with it")
         proposal = reviewfile.proposal(
             "edit-conflict",
             f"[[{change.page.rsplit('/', 1)[-1]}]] changed while wikiwright worked on it "

@@ -31,8 +31,12 @@ JOURNAL_FILE = "journal.json"
 
 @dataclass
 class FileChange:
-    before: str | None  # blob id the file held before the operation (None: it did not exist)
-    after: str | None  # blob id the operation writes (None: the operation removes the file)
+    before: str | None  # blob id the commit builds on (committed; None: the file did not exist)
+    after: str | None  # blob id the commit holds (None: the operation removes the file)
+    # The file itself, when a person typed in it after it was settled: what it held just before
+    # the write (kept in the object store) and what was written (``after`` on top of their text).
+    disk_before: str | None = None
+    disk_after: str | None = None
 
 
 @dataclass
@@ -48,7 +52,7 @@ class JournalEntry:
     def to_json(self) -> str:
         return json.dumps({
             "id": self.op_id, "kind": self.kind, "title": self.title,
-            "files": {rel: [c.before, c.after] for rel, c in self.files.items()},
+            "files": {rel: [c.before, c.after, c.disk_before, c.disk_after] for rel, c in self.files.items()},
             "ledger": self.ledger, "page_blobs": self.page_blobs,
         }, ensure_ascii=False)
 
@@ -56,7 +60,7 @@ class JournalEntry:
     def from_json(cls, text: str) -> JournalEntry:
         data = json.loads(text)
         return cls(str(data["id"]), str(data["kind"]), str(data.get("title", "")),
-                   {rel: FileChange(pair[0], pair[1]) for rel, pair in data.get("files", {}).items()},
+                   {rel: FileChange(*row) for rel, row in data.get("files", {}).items()},
                    list(data.get("ledger", [])), dict(data.get("page_blobs", {})))
 
 

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field, replace
 from datetime import date
 
 from ..core.errors import NotFound, WikiwrightError
-from ..door.session import Session
+from ..core.opkinds import OpKind
+from ..door import Door, Operation
 from ..intake.ledger import SourceRecord
 from ..wiki.pages import Claim, FrontMatterError, Page, iter_links, link_key, parse_claims, parse_page, render_page
 from ..wiki.writer import PageChange
@@ -35,7 +36,7 @@ class RetractResult:
     pages: list[str] = field(default_factory=list)
 
 
-def find_source(session: Session, target: str) -> SourceRecord:
+def find_source(session: Operation, target: str) -> SourceRecord:
     """A source by its raw/ path, its source page name (``src-x``) or a content hash prefix."""
     wanted = target.strip().removeprefix("./")
     key = link_key(wanted.removesuffix(".md").removeprefix("[[").removesuffix("]]"))
@@ -119,8 +120,16 @@ def retract_page_text(text: str, stem: str, *, is_source_page: bool, today: date
     return render_page(Page(meta, body)), retracted, restored, kept, prose
 
 
-def retract_source(session: Session, target: str, *, reason: str = "", today: date | None = None) -> RetractResult:
+def retract_source(door: Door, target: str, *, reason: str = "", today: date | None = None) -> RetractResult:
+    """Retract one source as one operation through the door (all or nothing)."""
     today = today or date.today()
+    with door.operation(OpKind.RETRACT, f"retract {target}", today=today) as op:
+        result = _retract(op, target, reason, today)
+    result.commit = op.commit_sha
+    return result
+
+
+def _retract(session: Operation, target: str, reason: str, today: date) -> RetractResult:
     record = find_source(session, target)
     if record.state == "retracted":
         raise WikiwrightError(f"{record.path} is already retracted")
@@ -153,7 +162,6 @@ def retract_source(session: Session, target: str, *, reason: str = "", today: da
         log.warning("the source page wiki/%s.md is missing; only the claims were retracted", record.page)
     if not plans:
         raise WikiwrightError(f"nothing cites {record.path} and its source page is missing; nothing to retract")
-    session.settle_pages([name for name, _, _ in plans])
     outcome = session.write([PageChange(name, new, base=old, reason="retract") for name, old, new in plans])
     result.pages = list(outcome.written)
     details = [f"source: `{record.path}` ([[{stem}]])" + (f" — {reason}" if reason else "")]
@@ -161,13 +169,15 @@ def retract_source(session: Session, target: str, *, reason: str = "", today: da
     details += [f"current again: {line}" for line in result.restored]
     details += [f"kept struck: {line}" for line in result.kept_struck]
     details += [f"prose still cites it (lint will flag it): [[{p.rsplit('/', 1)[-1]}]]" for p in result.prose]
-    details += [f"kept a person's version of {c.page}; proposal in `{c.proposal_file}`" for c in outcome.conflicts]
+    details += [f"kept a person's version of {c.page}; wikiwright's is in REVIEW.md" for c in outcome.conflicts]
     trailers = {
         "Wikiwright-Source": f"{record.path} (retracted)",
         "Wikiwright-Retracted": f"claims {len(result.retracted)}, restored {len(result.restored)}",
     }
-    result.commit = session.commit(kind="retract", title=f"retract {record.title or record.path}",
-                                   details=details, outcome=outcome, trailers=trailers, today=today)
+    session.title = f"retract {record.title or record.path}"
+    session.details += details
+    session.trailers.update(trailers)
+    session.always_log = True
     if record.sha256 and session.ledger.source(record.sha256) is not None:
-        session.ledger.set_source_state(record.sha256, "retracted")
+        session.ledger_after_commit("set_source_state", record.sha256, "retracted")
     return result

@@ -32,7 +32,8 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from ..core.errors import NotFound, RevertBlocked, WikiwrightError
-from ..door.session import Session
+from ..core.opkinds import OpKind
+from ..door import Door, Operation
 from ..history.view import source_path_of
 from ..vcs.repo import CommitInfo, git  # git: GitPython, imported when an error is matched
 from ..wiki.pages import Claim, FrontMatterError, iter_links, link_key, parse_claims, parse_page, render_front_matter
@@ -80,7 +81,7 @@ class RevertResult:
 
 # -- finding the ingest ----------------------------------------------------------------------
 
-def find_ingest(session: Session, target: str) -> IngestRef:
+def find_ingest(session: Operation, target: str) -> IngestRef:
     """The ingest commit named by a commit sha, a source path (``raw/x.md``), a source page
     name (``src-x``) or a content hash prefix."""
     repo = session.repo
@@ -108,7 +109,7 @@ def find_ingest(session: Session, target: str) -> IngestRef:
     return IngestRef(commit, source_path_of(commit.trailers), match.group(1) if match else "")
 
 
-def _commit_for_source(session: Session, target: str) -> CommitInfo | None:
+def _commit_for_source(session: Operation, target: str) -> CommitInfo | None:
     vault, ledger, repo = session.vault, session.ledger, session.repo
     wanted = target.removeprefix("./")
     path = PurePosixPath(wanted)
@@ -323,7 +324,7 @@ def plan_page(page: str, before: str | None, after: str | None, current: str | N
 
 # -- the operation -------------------------------------------------------------------------
 
-def _history_finder(session: Session, sha: str, path: str, later: list[CommitInfo]) -> Any:
+def _history_finder(session: Operation, sha: str, path: str, later: list[CommitInfo]) -> Any:
     def find(cid: tuple[str, str, str, str], now: Claim | None) -> str:
         """The first later commit where the claim stopped being as the ingest left it."""
         for commit in reversed(later):  # oldest first
@@ -336,7 +337,15 @@ def _history_finder(session: Session, sha: str, path: str, later: list[CommitInf
     return find
 
 
-def revert_ingest(session: Session, target: str, *, today: date | None = None) -> RevertResult:
+def revert_ingest(door: Door, target: str, *, today: date | None = None) -> RevertResult:
+    """Undo one ingest as one operation through the door (all or nothing)."""
+    with door.operation(OpKind.REVERT, f"undo ingest of {target}", today=today) as op:
+        result = _revert(op, target)
+    result.commit = op.commit_sha
+    return result
+
+
+def _revert(session: Operation, target: str) -> RevertResult:
     ref = find_ingest(session, target)
     repo, sha = session.repo, ref.commit.sha
     done = repo.log("-F", f"--grep=Wikiwright-Reverts: {sha}", limit=1)
@@ -365,7 +374,6 @@ def revert_ingest(session: Session, target: str, *, today: date | None = None) -
         )
     writes = [plan for plan in plans if plan.action == "write"]
     deletes = [plan for plan in plans if plan.action == "delete"]
-    session.settle_pages([plan.page for plan in [*writes, *deletes]])
     deleted = [plan.page for plan in deletes
                if plan.current is not None and session.delete_page(plan.page, plan.current)]
     kept = [plan.page for plan in deletes if plan.page not in deleted]
@@ -386,14 +394,16 @@ def revert_ingest(session: Session, target: str, *, today: date | None = None) -
     }
     if restored or removed:
         trailers["Wikiwright-Claims"] = f"restored {len(restored)}, removed {len(removed)}"
-    commit = session.commit(kind="revert", title=f"undo ingest of {ref.title}", details=details,
-                            outcome=outcome, trailers=trailers, deleted=deleted, today=today)
+    session.title = f"undo ingest of {ref.title}"
+    session.details += details
+    session.trailers.update(trailers)
+    session.always_log = True
     if ref.sha256:
-        session.ledger.set_source_state(ref.sha256, "reverted")
-    return RevertResult(ref, commit, [*outcome.written], deleted, restored, removed, warnings)
+        session.ledger_after_commit("set_source_state", ref.sha256, "reverted")
+    return RevertResult(ref, None, [*outcome.written], deleted, restored, removed, warnings)
 
 
-def _dangling_links(session: Session, deleted: list[str]) -> list[str]:
+def _dangling_links(session: Operation, deleted: list[str]) -> list[str]:
     """Pages that still link to a page the revert removed (lint will flag them too)."""
     if not deleted:
         return []

@@ -15,9 +15,9 @@ The phases: **orient** (read the topic pages and the index), **gather** (new sig
 distill.py), **consolidate** (merge into topic pages as cited entries and claims, see
 topics.py), **prune** (rebuild index.md inside its budget). One commit per run, with trailers.
 
-Crash safety: before the first write a journal records what every file held; a run that
-fails rolls its files back at once, and a run killed mid-way is rolled back (or, when its
-commit landed, rolled forward) by the next run, which can start once the lock is stale.
+Crash safety: a run is one operation through the door (daemon/door): a run that fails puts
+its files back at once, and a run killed mid-way is rolled back (or, when its commit landed,
+rolled forward, cursor included) by the door's journal when the next run (or any writer) starts.
 """
 
 from __future__ import annotations
@@ -29,15 +29,15 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date
-from pathlib import Path
 from typing import Any
 
 from ..core.config import Config
 from ..core.crashpoints import crash_point
 from ..core.errors import ConsolidationBusy, LLMError
-from ..core.fsutil import atomic_write_text, sha256_bytes
-from ..core.locks import vault_write_lock
+from ..core.fsutil import sha256_bytes
+from ..core.opkinds import OpKind
 from ..core.vault import Vault
+from ..door import COMMIT, Door, Operation
 from ..intake.ledger import Ledger
 from ..memory.distill import PROMOTE_SESSIONS, SYSTEM_PROMPT, Gathered, check_model_items, gather, prompt_chunks
 from ..memory.gate import (  # the gate, the lock, the log cursor
@@ -55,12 +55,10 @@ from ..memory.gate import LockData as LockData  # re-exported: callers import th
 from ..memory.topics import TOPIC_PAGES, ClaimItem, Item, MergeStats, is_topic_page, parse_entries, update_topic_page
 from ..vcs.repo import GitRepo
 from ..wiki.catalog import Catalog
-from ..wiki.index import append_log, rebuild_index
-from ..wiki.writer import PageChange, PageWriter
+from ..wiki.writer import PageChange
 
 log = logging.getLogger(__name__)
 
-JOURNAL_FILE = "consolidation-journal.json"
 PENDING_KEY = "consolidation.pending"
 PAGES_KEY = "consolidation.pages"
 
@@ -145,6 +143,8 @@ class Consolidator:
         # Tests inject a failure at a named step ("after-pages", "before-commit"...).
         self.fault = fault or (lambda step: None)
         self._llm = llm
+        self._door: Door | None = None
+        self._own_catalog = False
 
     # -- gate ------------------------------------------------------------------------
 
@@ -324,27 +324,28 @@ class Consolidator:
             return RunResult("waiting", f"the model is not available: {exc}")
         self.ledger.clear_notice("consolidation")
         run_id = f"{time.strftime('%Y%m%dT%H%M%S', time.gmtime(started_ms / 1000))}-{uuid.uuid4().hex[:8]}"
-        # The model call above runs unlocked; writing and committing wait for the vault's write
-        # lock, so an ingest or a review approval never interleaves with this run's commit.
-        with vault_write_lock(self.vault.state):
-            if self.settings.review:
-                return self._propose(plan, run_id)
-            return self._apply(plan, run_id, started_ms)
+        # The model call above runs unlocked; writing and committing are one door operation (the
+        # vault's write lock), so an ingest or a review approval never interleaves with it.
+        if self.settings.review:
+            return self._propose(plan, run_id)
+        return self._apply(plan, run_id, started_ms)
 
-    # -- applying with a journal ------------------------------------------------------
+    # -- applying through the door -------------------------------------------------------
 
     @property
-    def journal_path(self) -> Path:
-        return self.vault.state / JOURNAL_FILE
+    def door(self) -> Door:
+        """The door this run writes through (made on first use: the gate alone opens nothing)."""
+        if self._door is None:
+            catalog = self.catalog or Catalog(self.vault)
+            self._door = Door(self.config, self.vault, self.ledger, catalog, self.repo)
+            self._own_catalog = self.catalog is None
+            self.catalog = catalog
+        return self._door
 
-    def _write_journal(self, journal: dict[str, Any]) -> None:
-        atomic_write_text(self.journal_path, json.dumps(journal, ensure_ascii=False), crash_hooks=False)
-
-    def _file_text(self, rel: str) -> str | None:
-        try:
-            return (self.vault.root / rel).read_text(encoding="utf-8")
-        except FileNotFoundError:
-            return None
+    def close(self) -> None:
+        if self._door is not None and self._own_catalog:
+            self._door.catalog.close()
+        self._door = None
 
     def _ledger_after(self, plan: Plan) -> dict[str, Any]:
         cursor = load_cursor(self.ledger)
@@ -357,57 +358,32 @@ class Consolidator:
             "logs": {read.rel: read.sha256 for read in plan.logs},
         }
 
-    def _finish_ledger(self, after: dict[str, Any], commit: str) -> None:
-        self.ledger.set_kv(CURSOR_KEY, json.dumps(after["cursor"]))
-        self.ledger.set_kv(PENDING_KEY, json.dumps(after["pending"], ensure_ascii=False))
-        self.ledger.finish_logs(after["logs"], commit)
+    def _finish_ledger(self, op: Operation, after: dict[str, Any]) -> None:
+        """The cursor, the pending observations and the logs' states, made once the commit exists
+        (journaled by the door: a crash after the commit still records them)."""
+        op.ledger_after_commit("set_kv", CURSOR_KEY, json.dumps(after["cursor"]))
+        op.ledger_after_commit("set_kv", PENDING_KEY, json.dumps(after["pending"], ensure_ascii=False))
+        op.ledger_after_commit("finish_logs", after["logs"], COMMIT)
 
     def _apply(self, plan: Plan, run_id: str, started_ms: int) -> RunResult:
-        writer = PageWriter(self.vault, self.ledger, self.repo)
-        page_rels = [f"wiki/{change.page}.md" for change in plan.changes]
-        rels = [*page_rels, "wiki/index.md", "wiki/log.md"]
-        journal: dict[str, Any] = {
-            "run": run_id, "started_ms": started_ms, "owner": self.owner,
-            "files": {rel: {"before": self._file_text(rel)} for rel in rels},
-            "ledger": self._ledger_after(plan),
-        }
-        for change in plan.changes:
-            journal["files"][f"wiki/{change.page}.md"]["planned"] = sha256_bytes(change.text.encode("utf-8"))
-        self._write_journal(journal)
-        try:
-            outcome = writer.write(plan.changes)
-            for page, text in outcome.texts.items():
-                journal["files"][f"wiki/{page}.md"]["after"] = sha256_bytes(text.encode("utf-8"))
-            self._write_journal(journal)
+        title = f"{len(plan.logs)} daily log(s), {plan.sessions} session(s)"
+        with self.door.operation(OpKind.CONSOLIDATE, title, today=date.fromtimestamp(self.clock())) as op:
+            outcome = op.write(plan.changes)
             crash_point("consolidate-after-pages")
             self.fault("after-pages")
-            catalog = self.catalog or Catalog(self.vault)
-            try:
-                catalog.refresh([change.page for change in plan.changes])
-                rebuild_index(self.vault, catalog)  # prune: index.md within its budget
-            finally:
-                if self.catalog is None:
-                    catalog.close()
+            op.rebuild_index()  # prune: index.md within its budget
             self.fault("after-index")
-            details = self._log_details(plan, run_id)
-            title = f"{len(plan.logs)} daily log(s), {plan.sessions} session(s)"
-            append_log(self.vault, "consolidate", title, details, date.fromtimestamp(self.clock()))
+            op.details += self._log_details(plan, run_id)
+            op.trailers.update(self._trailers(plan, run_id))
+            op.always_log = True
+            self._finish_ledger(op, self._ledger_after(plan))
             crash_point("consolidate-before-commit")
             self.fault("before-commit")
-            trailers = self._trailers(plan, run_id)
-            sha = self.repo.commit_paths(rels, f"consolidate: {title}", trailers) or ""
-        except BaseException:
-            log.warning("consolidation %s failed; putting the wiki back as it was", run_id)
-            self._rollback(journal)
-            raise
-        writer.remember(outcome)
-        self._finish_ledger(journal["ledger"], sha)
-        self.journal_path.unlink(missing_ok=True)
         detail = (f"{len(plan.logs)} log(s), {plan.bytes_in} bytes in, {plan.bytes_out} bytes out "
                   f"({plan.ratio:.1f}:1), {len(plan.changes)} page(s) touched")
         if outcome.conflicts:
             detail += f"; kept a person's version of {', '.join(c.page for c in outcome.conflicts)}"
-        return RunResult("consolidated", detail, sha, plan)
+        return RunResult("consolidated", detail, op.commit_sha or "", plan)
 
     def _log_details(self, plan: Plan, run_id: str) -> list[str]:
         pages = ", ".join(f"[[{change.page}]]" for change in plan.changes) or "(none)"
@@ -439,62 +415,18 @@ class Consolidator:
             trailers["Wikiwright-Cost-USD"] = f"{plan.cost_usd:.6f}"
         return trailers
 
-    def _rollback(self, journal: dict[str, Any]) -> None:
-        run_id = str(journal.get("run", ""))
-        for rel, info in journal.get("files", {}).items():
-            before = info.get("before")
-            disk = self._file_text(rel)
-            if disk == before:
-                continue
-            digest = sha256_bytes(disk.encode("utf-8")) if disk is not None else ""
-            ours = digest in (info.get("planned"), info.get("after"))
-            if rel == "wiki/index.md":
-                ours = ours or info.get("after") is None  # generated; rebuilt from the pages below
-            if rel == "wiki/log.md":
-                ours = disk is not None and disk.startswith(before or "") and run_id in disk[len(before or ""):]
-            if not ours:
-                log.warning("rollback: %s changed since the failed run wrote it; keeping it as it is", rel)
-                continue
-            path = self.vault.root / rel
-            if before is None:
-                path.unlink(missing_ok=True)
-            else:
-                atomic_write_text(path, before, crash_hooks=False)
-        self.journal_path.unlink(missing_ok=True)
-
     def recover(self) -> str | None:
         """Finish what a killed run left: roll forward if its commit landed, else roll back."""
-        try:
-            journal = json.loads(self.journal_path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return None
-        except ValueError:
-            self.journal_path.unlink(missing_ok=True)
-            return "discarded an unreadable consolidation journal"
-        run_id = str(journal.get("run", ""))
-        commits = self.repo.log("-F", f"--grep=Wikiwright-Run: {run_id}", limit=1) if run_id else []
-        if commits:
-            self._finish_ledger(journal["ledger"], commits[0].sha)
-            self.journal_path.unlink(missing_ok=True)
-            message = f"consolidation {run_id} had committed ({commits[0].sha[:10]}) before it stopped; finished it"
-        else:
-            self._rollback(journal)
-            message = f"consolidation {run_id} stopped before its commit; the wiki was put back as it was"
-        log.warning("%s", message)
-        return message
+        return self.door.recover()
 
     # -- review mode -------------------------------------------------------------------
 
     def _propose(self, plan: Plan, run_id: str) -> RunResult:
         """consolidation.review = true: each page change waits in REVIEW.md for a tick.
 
-        Proposals go through wiki/reviewfile.py (``add_proposals`` with a ``write-page`` fix): ticking
-        one applies that page's change as its own commit, with the usual compare-and-swap
-        against what the page held when the proposal was made.
+        Proposals carry a ``write-page`` fix: ticking one applies that page's change as its own
+        commit, with the usual compare-and-swap against what the page held when it was proposed.
         """
-        from ..wiki.reviewfile import add_proposals
-
-        after = self._ledger_after(plan)
         title = f"{len(plan.logs)} daily log(s), {plan.sessions} session(s)"
         items = []
         for change in plan.changes:
@@ -507,14 +439,14 @@ class Consolidator:
                 "fix": {"action": "write-page", "page": change.page, "text": change.text,
                         "base": plan.before.get(change.page)},
             })
-        added = add_proposals(self.vault, "consolidation", items) if items else []
-        details = [*self._log_details(plan, run_id), f"proposed in REVIEW.md: {len(added)} page change(s)"]
-        append_log(self.vault, "consolidate", f"{title} (proposed for review)", details,
-                   date.fromtimestamp(self.clock()))
-        trailers = {**self._trailers(plan, run_id), "Wikiwright-Review": "proposed"}
-        sha = self.repo.commit_paths(["REVIEW.md", "wiki/log.md"], f"consolidate: {title} (proposed)", trailers)
-        self._finish_ledger(after, sha or "")
-        return RunResult("proposed", f"{len(added)} page change(s) wait in REVIEW.md", sha or "", plan)
+        with self.door.operation(OpKind.CONSOLIDATE, f"{title} (proposed for review)",
+                                 today=date.fromtimestamp(self.clock())) as op:
+            added = op.propose("consolidation", items) if items else []
+            op.details += [*self._log_details(plan, run_id), f"proposed in REVIEW.md: {len(added)} page change(s)"]
+            op.trailers.update({**self._trailers(plan, run_id), "Wikiwright-Review": "proposed"})
+            op.always_log = True
+            self._finish_ledger(op, self._ledger_after(plan))
+        return RunResult("proposed", f"{len(added)} page change(s) wait in REVIEW.md", op.commit_sha or "", plan)
 
 
 def dry_run_report(consolidator: Consolidator) -> str:
@@ -564,7 +496,10 @@ def scheduled_tick(config: Config, vault: Vault, clock: Clock = time.time) -> Ru
             result = consolidator.run()
         except ConsolidationBusy:
             return None
+        finally:
+            consolidator.close()
         log.info("consolidation: %s — %s", result.state, result.detail)
         return result
     finally:
         ledger.close()
+

@@ -26,8 +26,9 @@ from typing import Any
 
 from ..core.config import Config
 from ..core.errors import WikiwrightError
+from ..core.opkinds import OpKind
 from ..core.vault import Vault, VaultLock
-from ..door.session import Session
+from ..door import Door, Operation
 from ..intake.ledger import Ledger
 from ..wiki.catalog import Catalog, SearchHit
 from ..wiki.pages import (
@@ -536,8 +537,15 @@ def add_answer_link(text: str, stem: str, title: str) -> str:
     return render_page(Page(page.meta, set_section(page.body, ANSWERS_HEADING, new_section)))
 
 
-def save_answer(session: Session, answer: Answer, today: date) -> tuple[str, str | None]:
+def save_answer(door: Door, answer: Answer, today: date) -> tuple[str, str | None]:
     """File ``answer`` as a page linked from the pages it cites; one commit. Returns (page, sha)."""
+    title = answer.question.strip().replace("\n", " ")[:200]
+    with door.operation(OpKind.ANSWER, title, today=today) as op:
+        page = _save_answer(op, answer, today)
+    return page, op.commit_sha
+
+
+def _save_answer(session: Operation, answer: Answer, today: date) -> str:
     if answer.engine != "model":
         raise WikiwrightError("no model is configured, so there is no answer to save; set llm.model "
                               "(see `wikiwright config`) and ask again with --save")
@@ -547,7 +555,6 @@ def save_answer(session: Session, answer: Answer, today: date) -> tuple[str, str
     stem = unique_name(slugify(answer.question), taken)
     page = f"{ANSWERS_FOLDER}/{stem}"
     title = answer.question.strip().replace("\n", " ")[:200]
-    session.settle_pages(answer.citations)
     changes = [PageChange(page, answer_page_text(answer, today), reason="answer page")]
     for cited in answer.citations:
         current = session.read(cited)
@@ -565,12 +572,12 @@ def save_answer(session: Session, answer: Answer, today: date) -> tuple[str, str
         raise WikiwrightError(f"could not write wiki/{page}.md; nothing was committed")
     details = [f"question: {title}", f"page: [[{stem}]]",
                "cites: " + ", ".join(f"[[{p.rsplit('/', 1)[-1]}]]" for p in answer.citations)]
-    details += [f"kept a person's version of {c.page}; proposal in `{c.proposal_file}`" for c in outcome.conflicts]
+    details += [f"kept a person's version of {c.page}; wikiwright's is in REVIEW.md" for c in outcome.conflicts]
     trailers = {"Wikiwright-Answer": f"wiki/{page}.md"}
     if answer.tokens_in or answer.tokens_out:
         trailers["Wikiwright-Tokens"] = f"in {answer.tokens_in}, out {answer.tokens_out}"
         trailers["Wikiwright-Cost-USD"] = f"{answer.cost_usd:.6f}"
-    sha = session.commit(kind="answer", title=title, details=details, outcome=outcome,
-                         trailers=trailers, today=today)
-    return page, sha
+    session.details += details
+    session.trailers.update(trailers)
+    return page
 

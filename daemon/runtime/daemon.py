@@ -27,13 +27,11 @@ from ..core.errors import ConfigError, VaultMoved, WikiwrightError
 from ..core.fsutil import atomic_write_text
 from ..core.locks import vault_write_lock
 from ..core.vault import Vault, VaultLock
+from ..door import Door
 from ..ingest.pipeline import Pipeline
-from ..intake.ledger import Ledger
 from ..intake.watch import Registrar, StabilityTracker, Watcher
 from ..runtime.control import ControlServer
 from ..runtime.notify import sd_notify, watchdog_interval
-from ..vcs.repo import GitRepo
-from ..wiki.catalog import Catalog
 
 log = logging.getLogger(__name__)
 
@@ -119,13 +117,9 @@ class Daemon:
         return code
 
     def setup(self) -> None:
-        self.ledger = Ledger(self.vault.db_path)
-        self.catalog = Catalog(self.vault)
-        self.repo = GitRepo(
-            self.vault.root, self.config.git.author_name, self.config.git.author_email,
-            self.config.git.lock_retry_seconds,
-            on_wait=lambda message: self.ledger.set_notice("git", message),
-        )
+        # The door: ledger, catalogue, repository; finishes or undoes an operation a crash cut.
+        self.door = Door.open(self.config, self.vault)
+        self.ledger, self.catalog, self.repo = self.door.ledger, self.door.catalog, self.door.repo
         from ..upkeep.doctor import sweep_own_temp_files
 
         for removed in sweep_own_temp_files(self.vault):
@@ -134,10 +128,8 @@ class Daemon:
         if resumed:
             log.info("resuming %d job(s) interrupted by the last stop", resumed)
         self.ledger.clear_notice("git")
-        self.catalog.refresh()
         planner = self._planner()
-        self.pipeline = Pipeline(self.config, self.vault, self.ledger, self.catalog, self.repo,
-                                 planner=planner, stop=self.stop_requested)
+        self.pipeline = Pipeline(self.door, planner=planner, stop=self.stop_requested)
         self.registrar = Registrar(self.vault, self.ledger, self.config.ingest.max_source_bytes, self.work_ready,
                                    allow_hard_links=self.config.ingest.allow_hard_links)
         self.tracker = StabilityTracker(self.config.watch, self.registrar)
@@ -199,7 +191,6 @@ class Daemon:
 
         threading.Thread(target=load, name="model-loader", daemon=True).start()
 
-
     def once(self) -> None:
         self.stop_requested.wait(1.0)
         if self._vault_moved():
@@ -256,11 +247,9 @@ class Daemon:
                 if self.force_exit:
                     log.warning("second signal: exiting now; the interrupted job resumes on the next start")
                     os._exit(FORCED_EXIT_CODE)
-        if hasattr(self, "ledger"):
+        if hasattr(self, "door"):
             self.write_heartbeat(stopped=True)
-            self.ledger.close()
-        if hasattr(self, "catalog"):
-            self.catalog.close()
+            self.door.close()
         self._lock.release()
         log.info("stopped")
         return 0
@@ -332,6 +321,17 @@ class Daemon:
         except Exception as exc:  # a failed gc never stops the daemon; git keeps what it had
             log.warning("git housekeeping (gc --auto) failed: %s", exc)
 
+    def _logs_job(self) -> None:
+        """Daily logs committed in one batch once they have been quiet (memory/logcommit.py)."""
+        from ..memory.logcommit import commit_quiet_logs
+
+        if rootguard.moved(self.vault.root):
+            return
+        try:
+            commit_quiet_logs(self.door, self.config.git.commit_logs_after_quiet_seconds)
+        except WikiwrightError as exc:  # commits paused (a merge in progress, a lock): next round
+            log.info("daily logs not committed yet: %s", exc)
+
     def _start_scheduler(self) -> None:
         from apscheduler.schedulers.background import BackgroundScheduler
 
@@ -340,6 +340,8 @@ class Daemon:
         )
         jobs = [PeriodicJob("rescan", self.config.watch.rescan_minutes * 60, self._rescan_job),
                 PeriodicJob("git-housekeeping", self.config.git.housekeeping_minutes * 60, self._housekeeping_job),
+                PeriodicJob("logs-commit", max(0.5, min(60.0, self.config.git.commit_logs_after_quiet_seconds / 2)),
+                            self._logs_job),
                 *self.extra_jobs]
         for job in jobs:
             self.scheduler.add_job(job.func, "interval", seconds=job.seconds, id=job.name, name=job.name)

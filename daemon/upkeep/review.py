@@ -16,7 +16,8 @@ import hashlib
 import logging
 import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date
 from typing import Any
@@ -25,12 +26,9 @@ from ..core.config import Config
 from ..core.errors import CommitPaused, FixNotApplicable
 from ..core.opkinds import OpKind
 from ..core.vault import Vault
+from ..door import COMMIT, Door, Operation
 from ..ingest.operations import Workspace
-from ..intake.ledger import Ledger
 from ..upkeep.lint import KIND_HEADINGS, LINT_KINDS, Finding, LintReport, norm_value, run_lint
-from ..vcs.repo import GitRepo
-from ..wiki.catalog import Catalog
-from ..wiki.index import append_log, rebuild_index
 from ..wiki.pages import (
     WIKILINK_RE,
     Claim,
@@ -60,15 +58,15 @@ from ..wiki.reviewfile import (
     add_proposals,
     answers,
     line_with_note,
-    mark_line,
     parse_review,
     proposal,
     read_review,
+    replace_line,
     review_lock,
     struck,
     suppressed_ids,
 )
-from ..wiki.writer import PageChange, PageWriter
+from ..wiki.writer import PageChange
 
 log = logging.getLogger(__name__)
 
@@ -136,19 +134,21 @@ class ReviewQueue:
         if self._ready:
             return
         self.store = ReviewStore(self.vault.db_path)
-        self.ledger = Ledger(self.vault.db_path)
-        self.catalog = Catalog(self.vault)
-        self.repo = GitRepo(self.vault.root, self.config.git.author_name, self.config.git.author_email,
-                            self.config.git.lock_retry_seconds)
-        self.writer = PageWriter(self.vault, self.ledger, self.repo)
+        self.door = Door.open(self.config, self.vault)
+        self.ledger, self.catalog, self.repo = self.door.ledger, self.door.catalog, self.door.repo
+        self._op: Operation | None = None  # the operation an answer is being carried out in
         self._ready = True
 
     def close(self) -> None:
         if self._ready:
             self.store.close()
-            self.ledger.close()
-            self.catalog.close()
+            self.door.close()
             self._ready = False
+
+    @property
+    def op(self) -> Operation:
+        assert self._op is not None, "review fixes run inside a door operation"
+        return self._op
 
     # -- lint ----------------------------------------------------------------------------
 
@@ -193,27 +193,29 @@ class ReviewQueue:
         Returns (added ids, resolved ids); REVIEW.md is committed when it changed.
         """
         self._open()
-        with review_lock(self.vault):
-            added: list[str] = []
-            by_kind: dict[str, list[Proposal]] = {}
-            for finding in report.findings:
-                by_kind.setdefault(finding.kind, []).append(finding_proposal(finding))
-            for kind, group in by_kind.items():
-                added += add_proposals(self.vault, kind, group, store=self.store)
-            found = {f.id for f in [*report.findings, *report.suppressed]}
-            today = date.today().isoformat()
-            resolved = []
-            for item in self.store.items("open"):
-                if item.kind in LINT_KINDS and item.id not in found:
-                    self._mark(item.id, struck(f"resolved: no longer found by lint ({today})"))
-                    self.store.set_state(item.id, "resolved", "no longer found by lint")
-                    resolved.append(item.id)
-            if added or resolved:
-                subject = f"lint: {len(added)} new proposal(s) in REVIEW.md"
-                if resolved:
-                    subject += f", {len(resolved)} resolved"
-                self._commit(["REVIEW.md"], subject, {"Wikiwright-Operation": OpKind.LINT})
-            return added, resolved
+        with self.door.operation(OpKind.LINT, "proposals in REVIEW.md") as op:
+            self._op = op
+            try:
+                added: list[str] = []
+                by_kind: dict[str, list[Proposal]] = {}
+                for finding in report.findings:
+                    by_kind.setdefault(finding.kind, []).append(finding_proposal(finding))
+                for kind, group in by_kind.items():
+                    added += op.propose(kind, group)
+                found = {f.id for f in [*report.findings, *report.suppressed]}
+                today = date.today().isoformat()
+                resolved = []
+                for item in self.store.items("open"):
+                    if item.kind in LINT_KINDS and item.id not in found:
+                        self._mark(item.id, struck(f"resolved: no longer found by lint ({today})"))
+                        op.ledger_after_commit("review_set_state", item.id, "resolved", "no longer found by lint",
+                                               COMMIT)
+                        resolved.append(item.id)
+                op.title = f"{len(added)} new proposal(s) in REVIEW.md" + (
+                    f", {len(resolved)} resolved" if resolved else "")
+            finally:
+                self._op = None
+        return added, resolved
 
     def run_lint_and_sync(self) -> LintReport:
         report = self.lint()
@@ -275,61 +277,53 @@ class ReviewQueue:
             self.ledger.clear_notice(NOTICE_KEY)
         self._notice = notice
 
+    @contextmanager
+    def _answer(self, kind: OpKind, item: Item, verdict: str, details: list[str]) -> Iterator[Operation]:
+        """One answer, one door operation: its fix, its REVIEW.md line, one log.md entry, one commit.
+        A fix that fails undoes every file it wrote (the door's rollback)."""
+        with self.door.operation(kind, f"{verdict}: {_short(item.description, 150)}") as op:
+            self._op = op
+            try:
+                op.settle(["REVIEW.md"])  # the person's answer is theirs: committed under their name first
+                op.always_log = True
+                op.details += [f"review `{item.id}`", *details]
+                op.trailers["Wikiwright-Review"] = item.id
+                yield op
+            finally:
+                self._op = None
+
     def _approve(self, item: Item, answer: Answer | None = None) -> Outcome:
         chosen = answer.chosen if answer else ()
         action = str(item.fix.get("action") or "")
         if action == "resolve-conflict" and not chosen:
             action = ""  # the question ticked without a value: acknowledged, nothing changes
         operation = OpKind.LINT_FIX if item.kind in LINT_KINDS else OpKind.REVIEW_APPROVAL
-        try:
-            paths = self._apply(item, chosen) if action else []
-        except FixNotApplicable as exc:
-            note = f"not applied: {exc}"
-            self._mark(item.id, struck(note))
-            self._log_once(item, "not applied", [str(exc)])
-            sha = self._commit(["REVIEW.md", "wiki/log.md"], f"review: could not apply {_short(item.description, 60)}",
-                               {"Wikiwright-Operation": operation, "Wikiwright-Review": item.id})
-            self.store.set_state(item.id, "resolved", note, sha or "")
-            return Outcome(item.id, "resolved", note, sha or "")
         state = "applied" if action else "dismissed"
         what = _choice_note(item, chosen) if action == "resolve-conflict" else ""
-        note = f"{state} {date.today().isoformat()}" + (f": {what}" if what else "")
-        self._mark(item.id, lambda line: line_with_note(line, note))
         details = [what or f"fix: {action}"] if action else ["acknowledged"]
-        self._log_once(item, "approved" if action else "dismissed", details)
-        trailers = {"Wikiwright-Operation": str(operation), "Wikiwright-Review": item.id}
-        if paths:
-            trailers["Wikiwright-Pages"] = ", ".join(paths)
-        sha = self._commit([*paths, "wiki/log.md", "REVIEW.md"], f"{operation}: {_short(item.description, 150)}",
-                           trailers)
-        self.store.set_state(item.id, state, what, sha or "")
-        return Outcome(item.id, state, what or action, sha or "")
+        try:
+            with self._answer(operation, item, "approved" if action else "dismissed", details) as op:
+                paths = self._apply(item, chosen) if action else []
+                note = f"{state} {date.today().isoformat()}" + (f": {what}" if what else "")
+                self._mark(item.id, lambda line: line_with_note(line, note))
+                if paths:
+                    op.trailers["Wikiwright-Pages"] = ", ".join(paths)
+                op.ledger_after_commit("review_set_state", item.id, state, what, COMMIT)
+            return Outcome(item.id, state, what or action, op.commit_sha or "")
+        except FixNotApplicable as exc:
+            note = f"not applied: {exc}"
+            with self._answer(operation, item, "not applied", [str(exc)]) as op:
+                self._mark(item.id, struck(note))
+                op.ledger_after_commit("review_set_state", item.id, "resolved", note, COMMIT)
+            return Outcome(item.id, "resolved", note, op.commit_sha or "")
 
     def _reject(self, item: Item, why: str) -> Outcome:
-        self._log_once(item, "rejected", [why])
-        sha = self._commit(["wiki/log.md", "REVIEW.md"], f"review: rejected {_short(item.description, 150)}",
-                           {"Wikiwright-Operation": OpKind.REVIEW_REJECTION, "Wikiwright-Review": item.id})
-        self.store.set_state(item.id, "rejected", why, sha or "")
-        return Outcome(item.id, "rejected", why, sha or "")
+        with self._answer(OpKind.REVIEW_REJECTION, item, "rejected", [why]) as op:
+            op.ledger_after_commit("review_set_state", item.id, "rejected", why, COMMIT)
+        return Outcome(item.id, "rejected", why, op.commit_sha or "")
 
     def _mark(self, item_id: str, make: Callable[[ReviewLine], str]) -> None:
-        mark_line(self.vault, item_id, make)
-
-    def _log_once(self, item: Item, verdict: str, details: list[str]) -> None:
-        # A retry after a paused commit must not log the same answer twice.
-        path = self.vault.wiki / "log.md"
-        tail = _read(path) or ""
-        marker = f"review `{item.id}`"
-        if marker in tail[-20000:]:
-            return
-        append_log(self.vault, "review", f"{verdict}: {_short(item.description)}", [marker, *details])
-
-    def _commit(self, paths: list[str], subject: str, trailers: dict[str, str]) -> str | None:
-        existing = [p for p in dict.fromkeys(paths) if (self.vault.root / p).exists() or self._tracked(p)]
-        return self.repo.commit_paths(existing, subject, trailers)
-
-    def _tracked(self, path: str) -> bool:
-        return bool(self.repo.run("ls-files", "--", path).strip())
+        self.op.edit_file("REVIEW.md", lambda text: replace_line(text, item_id, make) if text is not None else None)
 
     # -- fixes -----------------------------------------------------------------------------
 
@@ -350,7 +344,7 @@ class ReviewQueue:
             return self._link_from_overview(str(fix["page"]))
         if action == "rebuild-index":
             self.catalog.refresh()
-            rebuild_index(self.vault, self.catalog)
+            self.op.rebuild_index()
             return ["wiki/index.md"]
         if action == "write-page":
             return self._write([PageChange(str(fix["page"]), str(fix["text"]), fix.get("base"),
@@ -365,19 +359,15 @@ class ReviewQueue:
         return []
 
     def _page_text(self, name: str) -> str:
-        try:
-            return self.vault.wiki_path(f"{name}.md").read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise FixNotApplicable(f"[[{name.rsplit('/', 1)[-1]}]] no longer exists") from None
+        text = self.op.read(name)  # a person's uncommitted edits to it are committed first, as theirs
+        if text is None:
+            raise FixNotApplicable(f"[[{name.rsplit('/', 1)[-1]}]] no longer exists")
+        return text
 
     def _write(self, changes: list[PageChange]) -> list[str]:
-        outcome = self.writer.write(changes)
+        outcome = self.op.write(changes, propose_conflicts=False)
         if outcome.conflicts:
             raise FixNotApplicable("; ".join(c.reason for c in outcome.conflicts))
-        self.writer.remember(outcome)
-        names = [c.page for c in changes]
-        self.catalog.refresh(names)
-        rebuild_index(self.vault, self.catalog)
         return [*outcome.paths, "wiki/index.md"]
 
     def _restatus_claim(self, fix: Mapping[str, Any], status: str) -> list[str]:

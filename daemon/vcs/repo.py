@@ -23,7 +23,6 @@ import logging
 import os
 import random
 import subprocess
-import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -126,11 +125,15 @@ class GitRepo:
             self._gitpython = git.Git(str(self.root))
         return self._gitpython
 
-    def run(self, *args: str, env: Mapping[str, str] | None = None, strip: bool = True) -> str:
+    def run(self, *args: str, env: Mapping[str, str] | None = None, strip: bool = True,
+            input: bytes | None = None) -> str:
         command = ["git", *args]
         full_env = {**os.environ, "LANGUAGE": "C", "LC_ALL": "C", **self._env, **(env or {})}
-        proc = subprocess.run(command, cwd=self.root, env=full_env, stdin=subprocess.DEVNULL,
-                              capture_output=True, check=False)
+        if input is None:
+            proc = subprocess.run(command, cwd=self.root, env=full_env, stdin=subprocess.DEVNULL,
+                                  capture_output=True, check=False)
+        else:
+            proc = subprocess.run(command, cwd=self.root, env=full_env, input=input, capture_output=True, check=False)
         if proc.returncode != 0:
             raise git.GitCommandError(command, proc.returncode, proc.stderr, proc.stdout)
         out = proc.stdout[:-1] if strip and proc.stdout.endswith(b"\n") else proc.stdout
@@ -188,13 +191,13 @@ class GitRepo:
         paths whose content differs from HEAD are committed (exactly the bytes read here); the
         person's other work is not touched.
         """
-        head = self.head_blobs(paths)
-        changed: dict[str, bytes | None] = {}
-        for rel in dict.fromkeys(paths):
-            data = self.read_worktree(rel)
-            blob = git_blob_id(data) if data is not None else None
-            if blob != head.get(rel):
-                changed[rel] = data
+        return self.commit_person_contents({rel: self.read_worktree(rel) for rel in dict.fromkeys(paths)})
+
+    def commit_person_contents(self, contents: Mapping[str, bytes | None]) -> str | None:
+        """Commit these bytes (read from the person's files) where they differ from HEAD, as theirs."""
+        head = self.head_blobs(list(contents))
+        changed = {rel: data for rel, data in contents.items()
+                   if (git_blob_id(data) if data is not None else None) != head.get(rel)}
         if not changed:
             return None
         return self.commit_contents(
@@ -238,23 +241,14 @@ class GitRepo:
 
     def store_bytes(self, data: bytes) -> str:
         """Write ``data`` into the object store as a blob (exactly these bytes); its id."""
-        with tempfile.TemporaryFile() as handle:
-            handle.write(data)
-            handle.seek(0)
-            out = self._git.execute(["git", "hash-object", "-w", "--no-filters", "--stdin"], istream=handle,
-                                    env=self._env)
-        return str(out).strip()
+        return self.run("hash-object", "-w", "--no-filters", "--stdin", input=data)
 
     def store_files(self, paths: Sequence[str]) -> list[str]:
         """Write the working-tree files ``paths`` into the object store; their blob ids in order."""
         if not paths:
             return []
-        with tempfile.TemporaryFile() as handle:
-            handle.write("".join(f"{self.root / rel}\n" for rel in paths).encode("utf-8", "surrogateescape"))
-            handle.seek(0)
-            out = self._git.execute(["git", "hash-object", "-w", "--no-filters", "--stdin-paths"],
-                                    istream=handle, env=self._env)
-        return str(out).split()
+        listing = "".join(f"{self.root / rel}\n" for rel in paths).encode("utf-8", "surrogateescape")
+        return self.run("hash-object", "-w", "--no-filters", "--stdin-paths", input=listing).split()
 
     def _index_info(self, entries: Mapping[str, str | None], env: Mapping[str, str] | None, modes: Mapping[str, str]
                     ) -> None:
@@ -265,15 +259,7 @@ class GitRepo:
             else:
                 lines.append(f"{modes.get(rel, '100644')} {blob}\t{rel}\n")
         data = "".join(lines).encode("utf-8", "surrogateescape")
-
-        def update() -> str:
-            with tempfile.TemporaryFile() as handle:
-                handle.write(data)
-                handle.seek(0)
-                return str(self._git.execute(["git", "update-index", "--index-info"], istream=handle,
-                                             env={**self._env, **(env or {})}))
-
-        self._with_lock_retry(update)
+        self._with_lock_retry(lambda: self.run("update-index", "--index-info", env=env, input=data))
 
     # -- committing ----------------------------------------------------------------------
 
@@ -339,22 +325,17 @@ class GitRepo:
         problem = self.problem()
         if problem:
             raise CommitPaused(problem)
-        message_file = self.root / ".wikiwright" / f"commit-msg-{os.getpid()}-{random.randrange(1 << 30)}"
-        message_file.parent.mkdir(parents=True, exist_ok=True)
-        message_file.write_text(format_message(subject, trailers, body), encoding="utf-8")
-        try:
-            for _attempt in range(5):
-                head = self._head_from_files() or self.head()
-                try:
-                    return self._commit_private(dict(entries), message_file, env, head)
-                except _HeadMoved:
-                    continue
-            raise CommitPaused("HEAD kept moving while committing (another git process is committing)")
-        finally:
-            message_file.unlink(missing_ok=True)
+        message = format_message(subject, trailers, body)
+        for _attempt in range(5):
+            head = self._head_from_files() or self.head()
+            try:
+                return self._commit_private(dict(entries), message, env, head)
+            except _HeadMoved:
+                continue
+        raise CommitPaused("HEAD kept moving while committing (another git process is committing)")
 
     def _commit_private(
-        self, entries: dict[str, str | None], message_file: Path, env: Mapping[str, str] | None, head: str | None
+        self, entries: dict[str, str | None], message: str, env: Mapping[str, str] | None, head: str | None
     ) -> str | None:
         """Commit HEAD's tree plus ``entries`` built in a private index, then sync the person's index.
 
@@ -389,8 +370,8 @@ class GitRepo:
             return None  # none of the paths changed
         crash_point("before-commit")
         parents = ["-p", head] if head else []
-        commit = self.run("commit-tree", tree, *parents, "-F", str(message_file), env=env)
-        subject = message_file.read_text(encoding="utf-8").split("\n", 1)[0]
+        commit = self.run("commit-tree", tree, *parents, env=env, input=message.encode("utf-8"))
+        subject = message.split("\n", 1)[0]
         try:
             self.run("update-ref", "-m", f"commit: {subject}", "HEAD", commit, head or "")
         except git.GitCommandError as exc:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from datetime import date
-from typing import Any
 
 from ..wiki.catalog import PageEntry
 from ..wiki.pages import Page, render_page
@@ -224,24 +223,3 @@ def appended_log(current: str | None, entry: str) -> str:
         text += "\n"
     return text + entry
 
-
-# -- direct writers, until every caller goes through the door (daemon/door) -------------------
-
-def rebuild_index(vault: Any, catalog: Any) -> bool:
-    """Rewrite the generated block of index.md; returns True if the file changed."""
-    from ..core.fsutil import atomic_write_text
-
-    path = vault.wiki / "index.md"
-    current = path.read_text(encoding="utf-8") if path.exists() else empty_page("index")
-    updated = splice_index(current, render_index_block(catalog.entries()), block_of(current))
-    if updated == current:
-        return False
-    atomic_write_text(path, updated)
-    return True
-
-
-def append_log(vault: Any, kind: str, title: str, details: list[str], when: date | None = None) -> None:
-    from ..core.fsutil import atomic_append_bytes
-
-    atomic_append_bytes(vault.wiki / "log.md", log_entry(kind, title, details, when).encode("utf-8"),
-                        initial=empty_page("log").encode("utf-8"))

@@ -1,0 +1,196 @@
+"""The one door (issue 15): regression tests on the real CLI and real git for the defects the
+door removes — a person's index.md text deleted (1), a crash attributing the daemon's text to
+the person (2), an unmergeable edit hidden in .wikiwright/conflicts (5), a second one-shot
+ingest dropping its file (10) — and the room order of the package."""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.fault_tools import assert_doctor_green, ledger_rows, new_vault, note
+from tests.helpers import REPO_ROOT, cli, git, wait_for
+from tests.llm_server import ScriptedServer
+from tests.model_helpers import reply
+
+START = "<!-- wikiwright:index:start"
+END = "<!-- wikiwright:index:end -->"
+DAEMON = "wikiwright"
+
+
+def _ingest(root: Path, *files: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return cli("ingest", "--vault", str(root), *map(str, files), env=env)
+
+
+def _authors_of_line(root: Path, rel: str, needle: str) -> set[str]:
+    """Authors of the commits that added a line containing ``needle`` to ``rel`` (git log -S)."""
+    out = git(root, "log", "--format=%an", "-S", needle, "--", rel)
+    return {line for line in out.splitlines() if line}
+
+
+def test_deleted_index_end_marker_never_costs_the_persons_text(tmp_path: Path) -> None:
+    """Issue 15 item 1: the end marker deleted, two ingests later the person's text is all there."""
+    root = new_vault(tmp_path)
+    for n in range(3):
+        (root / "raw" / f"s{n}.md").write_text(note(n))
+    assert _ingest(root, root / "raw" / "s0.md").returncode == 0
+    index = root / "wiki" / "index.md"
+    text = index.read_text()
+    assert text.count(END) == 1
+    person = "\n## My reading list\n\n- the person's first line\n- the person's second line\n"
+    index.write_text(text.replace(END + "\n", "") + person)  # the end marker deleted, text added below
+    assert _ingest(root, root / "raw" / "s1.md").returncode == 0
+    assert _ingest(root, root / "raw" / "s2.md").returncode == 0
+    final = index.read_text()
+    assert "- the person's first line" in final and "- the person's second line" in final
+    assert final.count(END) == 1 and final.count(START) == 1, final
+    assert "[[src-s2" in final or "s2" in final
+    report = assert_doctor_green(root)
+    assert report["person_lines_removed"] == 0
+    # The person's lines were committed under their own name, never as wikiwright's.
+    assert _authors_of_line(root, "wiki/index.md", "the person's first line") == {"Test Person"}
+
+
+def test_crash_before_commit_never_commits_daemon_text_as_the_persons(tmp_path: Path) -> None:
+    """Issue 15 item 2 (model engine): SIGKILL between the page writes and the commit, then a
+    rerun: the daemon's text is committed once, as wikiwright's, never as "edit: your changes";
+    the page the ingest created is committed; nothing stays uncommitted; doctor clean."""
+    root = new_vault(tmp_path)
+    source = root / "raw" / "billing.md"
+    source.write_text("# Billing\n\nThe billing API answers within 200 ms.\n")
+    answer = reply({"op": "create_page", "page": "billing-api", "type": "entity", "title": "Billing API",
+                    "summary": "The billing API.", "body": "The billing API answers within 200 ms."})
+    with ScriptedServer([], default=answer) as server:
+        env = {**os.environ, **server.env()}
+        crashed = _ingest(root, source, env={**env, "WIKIWRIGHT_CRASH_AT": "before-commit"})
+        assert crashed.returncode == -9, crashed.stdout + crashed.stderr
+        again = _ingest(root, source, env=env)
+    assert again.returncode == 0, again.stdout + again.stderr
+    person_commits = git(root, "log", "--format=%an %s", "--author=Test Person")
+    assert person_commits == "", person_commits  # no "edit: your changes to …" made of our text
+    assert (root / "wiki" / "billing-api.md").exists()
+    assert "wiki/billing-api.md" in git(root, "ls-files", "wiki")
+    assert git(root, "status", "--porcelain", "--", "wiki", "REVIEW.md").strip() == ""
+    assert ledger_rows(root)["raw/billing.md"][0] == "ingested"
+    assert assert_doctor_green(root)["person_lines_removed"] == 0
+
+
+def test_unmergeable_edit_goes_to_review_md_and_the_persons_page_stays(tmp_path: Path) -> None:
+    """Issue 15 item 5: a new version of a source whose page a person rewrote on the same lines."""
+    root = new_vault(tmp_path)
+    source = root / "raw" / "plan.md"
+    source.write_text("# Plan\n\nThe launch is on Monday.\n")
+    assert _ingest(root, source).returncode == 0
+    page = next((root / "wiki" / "sources").glob("*.md"))
+    text = page.read_text()
+    assert "The launch is on Monday." in text
+    mine = text.replace("The launch is on Monday.", "The person says: the launch moved to Friday.")
+    page.write_text(mine)
+    source.write_text("# Plan\n\nThe launch is on Tuesday.\n")
+    result = _ingest(root, source)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert page.read_text() == mine  # the person's version stays
+    review = (root / "REVIEW.md").read_text()
+    conflict = r"- \[ \] .*changed while wikiwright worked on it.* \^edit-conflict-[0-9a-f]{10}$"
+    assert re.search(conflict, review, re.M), review
+    assert not (root / ".wikiwright" / "conflicts").exists()
+    assert "Wikiwright-Conflicts:" in git(root, "log", "-1", "--format=%B")
+    assert _authors_of_line(root, page.relative_to(root).as_posix(), "moved to Friday") == {"Test Person"}
+    assert git(root, "status", "--porcelain", "--", "wiki", "REVIEW.md").strip() == ""
+
+
+def test_two_one_shot_ingests_at_once_both_ingest_and_neither_says_queued(tmp_path: Path) -> None:
+    """Issue 15 item 10: no daemon; the second one-shot waits for the first instead of
+    claiming a daemon will take its file, and its file is ingested."""
+    root = new_vault(tmp_path)
+    many = []
+    for n in range(25):
+        path = root / "raw" / f"batch-{n}.md"
+        path.write_text(note(n, "batch"))
+        many.append(str(path))
+    single = root / "raw" / "single.md"
+    single.write_text(note(99, "single"))
+    first = subprocess.Popen([sys.executable, "-m", "wikiwright", "ingest", "--vault", str(root), *many],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lock = root / ".wikiwright" / "daemon.lock"
+    wait_for(lambda: (lock.exists() and "ingest" in lock.read_text()) or first.poll() is not None,
+             timeout=30, what="the first ingest holding the vault")
+    second = _ingest(root, single)
+    out, err = first.communicate(timeout=120)
+    assert first.returncode == 0, out + err
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert "queued" not in second.stdout and "queued" not in out
+    rows = ledger_rows(root)
+    assert rows["raw/single.md"][0] == "ingested"
+    assert all(rows[f"raw/batch-{n}.md"][0] == "ingested" for n in range(25))
+    assert_doctor_green(root)
+
+
+# -- room order ---------------------------------------------------------------------------------
+
+ROOMS = ["core", "vcs", "intake", "wiki", "door", "ingest", "upkeep", "memory", "history", "query", "runtime",
+         "cli"]
+
+
+def _room_imports() -> dict[tuple[str, str], set[str]]:
+    """(room, module) -> rooms it imports (relative imports, at any depth in the module)."""
+    found: dict[tuple[str, str], set[str]] = {}
+    for path in sorted((REPO_ROOT / "daemon").glob("*/**/*.py")):
+        room = path.relative_to(REPO_ROOT / "daemon").parts[0]
+        depth = len(path.relative_to(REPO_ROOT / "daemon").parts) - 1
+        targets: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                if node.level == depth + 1 and node.module:  # from ..room.x import …
+                    targets.add(node.module.split(".")[0])
+                elif node.level == depth and node.level >= 1:  # from .x import … (same room)
+                    targets.add(room)
+        found[(room, path.relative_to(REPO_ROOT / "daemon").as_posix())] = targets - {room}
+    return found
+
+
+def test_no_room_imports_a_room_downstream_of_it() -> None:
+    bad = [f"{module} imports {target}" for (room, module), targets in _room_imports().items()
+           for target in targets if target in ROOMS and ROOMS.index(target) > ROOMS.index(room)]
+    unknown = sorted({room for room, _ in _room_imports()} - set(ROOMS))
+    assert not unknown, f"folders that are not rooms in the order: {unknown}"
+    assert not bad, "imports against the room order (core → … → cli):\n" + "\n".join(bad)
+
+
+def test_no_import_cycle_between_rooms() -> None:
+    edges: dict[str, set[str]] = {}
+    for (room, _), targets in _room_imports().items():
+        edges.setdefault(room, set()).update(t for t in targets if t in ROOMS)
+    seen: dict[str, int] = {}
+
+    def visit(room: str, path: list[str]) -> None:
+        if seen.get(room) == 1:
+            raise AssertionError("import cycle between rooms: " + " → ".join([*path, room]))
+        if seen.get(room) == 2:
+            return
+        seen[room] = 1
+        for nxt in sorted(edges.get(room, ())):
+            visit(nxt, [*path, room])
+        seen[room] = 2
+
+    for room in sorted(edges):
+        visit(room, [])
+
+
+def test_only_the_door_commits_or_writes_pages() -> None:
+    """Nothing outside daemon/door/ and daemon/vcs/ runs a commit or writes index.md/log.md/pages."""
+    offenders = []
+    pattern = re.compile(r"\.commit_(paths|contents|blobs)\(|\bcommit_person_edits\(|[\"']commit[\"'], \"-|"
+                         r"commit-tree|update-ref|\b(rebuild_index|append_log)\(")
+    for path in sorted((REPO_ROOT / "daemon").rglob("*.py")):
+        rel = path.relative_to(REPO_ROOT / "daemon").as_posix()
+        if rel.startswith(("door/", "vcs/")):
+            continue
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            if pattern.search(line) and not line.lstrip().startswith("#"):
+                offenders.append(f"{rel}:{number}: {line.strip()}")
+    assert not offenders, "\n".join(offenders)
