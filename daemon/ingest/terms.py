@@ -28,7 +28,7 @@ from ..ingest.textrules import is_generic_title, section_is_boilerplate
 log = logging.getLogger(__name__)
 
 MAX_TERMS = 30
-YAKE_CHARS = 8000
+YAKE_CHARS = 4000
 _WORD = r"[A-Za-z][\w+#.-]*[\w+#]|[A-Za-z]"
 _CAP_WORD = r"(?:[A-Z][\w+#-]*[\w+#]|[A-Z]\b)"
 _NAME_RE = re.compile(
@@ -94,23 +94,43 @@ def _good_label(label: str) -> bool:
     return not (len(label) < 3 and not label.isupper())
 
 
+_DEFINES_AFTER = re.compile(r"^[`*]*" + _DEFINES_RE, re.IGNORECASE)
+_LEAD_IN = re.compile(r"^(?:the |an? )?[*`]*$", re.IGNORECASE)
+
+
 def _definition_score(label: str, sentence: str) -> float:
-    """3: "X is a …" at the start; 2: "X is" elsewhere; 1: mentioned; 0.5 a list fragment."""
-    pattern = re.escape(label)
-    if re.match(rf"^(?:the |an? )?\**`?{pattern}`?\**{_DEFINES_RE}", sentence, re.IGNORECASE):
-        return 3.0
-    if re.search(rf"\b{pattern}\b{_DEFINES_RE}", sentence, re.IGNORECASE):
-        return 2.0
-    return 1.0 if sentence.endswith((".", "!", "?")) else 0.5
+    """3: "X is a …" at the start; 2: "X is" elsewhere; 1: mentioned; 0.5 a list fragment.
+
+    Patterns compiled once: one per label would be thousands of compiles per source."""
+    low, folded = sentence.casefold(), label.casefold()
+    start = low.find(folded)
+    best = 1.0 if sentence.endswith((".", "!", "?")) else 0.5
+    while start != -1:
+        end = start + len(folded)
+        whole = (start == 0 or not low[start - 1].isalnum()) and (end == len(low) or not low[end].isalnum())
+        if whole and _DEFINES_AFTER.match(sentence[end:]):
+            if _LEAD_IN.match(sentence[:start]):
+                return 3.0
+            best = 2.0
+        start = low.find(folded, start + 1)
+    return best
 
 
-def mention_sentence(label: str, sentences: list[str]) -> tuple[str, float]:
-    """The sentence defining ``label`` best (earliest on ties), and its score."""
-    pattern = re.compile(rf"(?<![\w-]){re.escape(label)}(?![\w-])", re.IGNORECASE)
+def mention_sentence(label: str, sentences: list[str], folded_sentences: list[str] | None = None,
+                     ) -> tuple[str, float]:
+    """The sentence defining ``label`` best (earliest on ties), and its score.
+
+    ``folded_sentences``: the sentences case-folded, when the caller looks up many labels."""
     folded = label.casefold()
+    lowered = folded_sentences if folded_sentences is not None else [s.casefold() for s in sentences]
+    pattern: re.Pattern[str] | None = None
     best, best_score = "", 0.0
-    for sentence in sentences:
-        if folded in sentence.casefold() and pattern.search(sentence):
+    for sentence, low in zip(sentences, lowered, strict=True):
+        if folded not in low:
+            continue
+        if pattern is None:
+            pattern = re.compile(rf"(?<![\w-]){re.escape(label)}(?![\w-])", re.IGNORECASE)
+        if pattern.search(sentence):
             score = _definition_score(label, sentence)
             if score > best_score:
                 best, best_score = sentence, score
@@ -211,14 +231,15 @@ def extract_terms(body: str, title: str, sentences: list[str], limit: int = MAX_
 
     ranked = sorted(counts, key=lambda k: (-(counts[k] + bonus.get(k, 0.0)), k))[: limit * 3]
     ranked = _drop_contained(ranked, labels, prose.casefold())
+    folded_sentences = [s.casefold() for s in sentences]
     terms: list[Term] = []
     for key in ranked:
         label = labels[key].most_common(1)[0][0]
-        sentence, score = mention_sentence(label, sentences)
+        sentence, score = mention_sentence(label, sentences, folded_sentences)
         if not sentence:
             # Another surface form may be the one the prose uses.
             for form, _ in labels[key].most_common():
-                sentence, score = mention_sentence(form, sentences)
+                sentence, score = mention_sentence(form, sentences, folded_sentences)
                 if sentence:
                     label = form
                     break
@@ -230,22 +251,17 @@ def extract_terms(body: str, title: str, sentences: list[str], limit: int = MAX_
     return terms
 
 
-def _occurrences(phrase: str, folded_prose: str) -> int:
-    return len(re.findall(rf"(?<![\w-]){re.escape(phrase.casefold())}(?![\w-])", folded_prose))
-
-
 def _drop_contained(ranked: list[str], labels: dict[str, Counter[str]], folded_prose: str) -> list[str]:
     """Leave out a term that never occurs outside a longer one ("Billing" inside "Billing API")."""
     forms = {key: labels[key].most_common(1)[0][0] for key in ranked}
-    counted = {key: _occurrences(form, folded_prose) for key, form in forms.items()}
+    # Only a longer *name* hides a shorter one.
+    names = [key for key in ranked if " " in forms[key]
+             and all(w[:1].isupper() or w[:1].isdigit() for w in forms[key].split())]
     kept = []
     for key in ranked:
-        words = forms[key].casefold()
-        # Only a longer *name* hides a shorter one ("Billing" in "Billing API").
-        inside = [other for other in ranked if other != key and len(forms[other]) > len(forms[key])
-                  and all(w[:1].isupper() or w[:1].isdigit() for w in forms[other].split())
-                  and re.search(rf"(?<![\w-]){re.escape(words)}(?![\w-])", forms[other].casefold())]
-        if inside and sum(counted[other] for other in inside) >= counted[key]:
+        words = f" {forms[key].casefold()} "
+        inside = [other for other in names if other != key and words in f" {forms[other].casefold()} "]
+        if inside and sum(folded_prose.count(forms[o].casefold()) for o in inside) >= folded_prose.count(words.strip()):
             continue
         kept.append(key)
     return kept
