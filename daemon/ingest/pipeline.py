@@ -1,10 +1,10 @@
 """Process one queued source from start to commit, and record how it ended.
 
 Used by the daemon's worker threads and by the one-shot ``wikiwright ingest``. The stages:
-dedupe by content hash → read and decode → plan (offline engine or model) → write pages
-under per-page locks (compare-and-swap) → rebuild index.md, append log.md → one commit with
-trailers → ledger. A stop request before writing abandons the job (it stays pending);
-once writing has begun the job finishes, so nothing is left half done.
+dedupe by content hash → read and decode → plan (offline engine or model) → one operation
+through the door (pages with compare-and-swap, index.md, log.md, one commit with trailers)
+→ ledger. A stop request before writing abandons the job (it stays pending); once writing
+has begun the operation is all or nothing (the door's journal), never half done.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Protocol
 
-from ..core.config import Config
 from ..core.errors import (
     BudgetExceeded,
     CommitPaused,
@@ -30,17 +29,13 @@ from ..core.errors import (
     SourceRejected,
     WikiwrightError,
 )
-from ..core.locks import PageLocks, vault_write_lock
-from ..core.vault import Vault
+from ..core.opkinds import OpKind
+from ..door import Door
 from ..ingest.plan import IngestPlan, OfflinePlanner, prepare, source_page_name
 from ..ingest.selffeed import SELF_FEEDING_RULE, is_own_page
 from ..intake.extract import SourceText
-from ..intake.ledger import FileRecord, Ledger
-from ..vcs.repo import GitRepo
-from ..wiki.catalog import Catalog
-from ..wiki.index import append_log, rebuild_index
-from ..wiki.reviewfile import HELD_BACK, add_proposals
-from ..wiki.writer import PageWriter, WriteOutcome
+from ..intake.ledger import FileRecord
+from ..wiki.reviewfile import HELD_BACK
 
 log = logging.getLogger(__name__)
 
@@ -68,31 +63,26 @@ class JobResult:
 class Pipeline:
     def __init__(
         self,
-        config: Config,
-        vault: Vault,
-        ledger: Ledger,
-        catalog: Catalog,
-        repo: GitRepo,
+        door: Door,
         planner: Planner | None = None,
         stop: threading.Event | None = None,
         clock: Callable[[], date] = date.today,
     ) -> None:
-        self.config = config
-        self.vault = vault
-        self.ledger = ledger
-        self.catalog = catalog
-        self.repo = repo
-        self.planner: Planner = planner or OfflinePlanner(config, vault, ledger, catalog)
+        self.door = door
+        self.config = door.config
+        self.vault = door.vault
+        self.ledger = door.ledger
+        self.catalog = door.catalog
+        self.repo = door.repo
+        self.planner: Planner = planner or OfflinePlanner(self.config, self.vault, self.ledger, self.catalog)
         self.stop = stop or threading.Event()
         self.clock = clock
-        self.page_locks = PageLocks()
         # Seconds a job waits before the next try (instance knobs so tests can shorten them).
         self.retry_git_seconds = RETRY_GIT
         self.retry_not_ready_seconds = RETRY_NOT_READY
         self.retry_io_seconds = RETRY_IO
         self._unreleased: list[tuple[FileRecord, str]] = []
         self._unreleased_lock = threading.Lock()
-        self.writer = PageWriter(vault, ledger, repo)
 
     # -- one job ---------------------------------------------------------------------
 
@@ -148,19 +138,16 @@ class Pipeline:
         if is_own_page(self.ledger, self.repo, data, self.config.git.author_name):
             self.ledger.finish_skipped(record, SELF_FEEDING_RULE)
             return JobResult(record.path, "skipped", SELF_FEEDING_RULE)
-        plan = self.planner.plan(record, source, data, self.clock())
-        if self.stop.is_set():
-            self.ledger.release(record, "abandoned at shutdown; resumes on the next start", 0)
-            return JobResult(record.path, "pending", "abandoned at shutdown")
-        # Checked again before any page is touched: no writes into a merge or a detached HEAD.
-        self._check_repository()
-        with self.page_locks.hold(plan.pages):
-            outcome = self.writer.write(plan.changes)
-            # Nothing new to commit: an earlier attempt committed and then failed to record it.
-            sha = self._commit(plan, outcome) or self.repo.find_source_commit(record.sha256)
-        self.ledger.finish_ingested(
-            record, page=plan.source_page, title=plan.title, commit_sha=sha or "", engine=plan.engine
-        )
+        # A planner whose pages other sources share (the offline engine's concept pages) plans
+        # and writes one source at a time, so two workers never build on the same old page.
+        with getattr(self.planner, "serial", None) or contextlib.nullcontext():
+            plan = self.planner.plan(record, source, data, self.clock())
+            if self.stop.is_set():
+                self.ledger.release(record, "abandoned at shutdown; resumes on the next start", 0)
+                return JobResult(record.path, "pending", "abandoned at shutdown")
+            # Checked again before any page is touched: no writes into a merge or a detached HEAD.
+            self._check_repository()
+            sha = self._apply(plan)
         self.ledger.clear_notice("git")
         self.ledger.clear_notice("io")
         return JobResult(record.path, "ingested", plan.title, sha or "", plan.source_page)
@@ -170,59 +157,40 @@ class Pipeline:
         if problem:
             raise CommitPaused(problem)
 
-    def _commit(self, plan: IngestPlan, outcome: WriteOutcome) -> str | None:
+    def _apply(self, plan: IngestPlan) -> str | None:
+        """Pages, index.md, log.md, one commit, then the ledger: one operation through the door."""
         record = plan.record
-        with vault_write_lock(self.vault.state):
-            self.catalog.refresh([*plan.pages])
-            rebuild_index(self.vault, self.catalog)
-            marker = f"sha256 {record.sha256[:16]}"
+        with self.door.operation(OpKind.INGEST, plan.title, today=self.clock()) as op:
+            op.always_log = True  # the source is recorded even if no page changed
+            outcome = op.write(plan.changes)
             page_links = ", ".join(f"[[{page.rsplit('/', 1)[-1]}]]" for page in plan.pages)
-            details = [f"source: `{record.path}` ({marker})", f"pages: {page_links}"]
+            op.details += [f"source: `{record.path}` (sha256 {record.sha256[:16]})", f"pages: {page_links}"]
             if outcome.merged:
-                details.append(f"merged with a person's edits: {', '.join(outcome.merged)}")
+                op.details.append(f"merged with a person's edits: {', '.join(outcome.merged)}")
             for conflict in outcome.conflicts:
-                details.append(f"kept a person's version of {conflict.page}; proposal in `{conflict.proposal_file}`")
-            self._append_log_once(plan.title, details, marker)
-            trailers = {
-                "Wikiwright-Operation": "ingest",
+                op.details.append(f"kept a person's version of {conflict.page}; wikiwright's is proposed in REVIEW.md")
+            op.trailers.update({
                 "Wikiwright-Source": f"{record.path} sha256:{record.sha256}",
                 "Wikiwright-Pages": ", ".join(f"wiki/{p}.md" for p in plan.pages),
                 "Wikiwright-Engine": plan.engine,
-            }
+            })
             if plan.claims_added or plan.claims_superseded:
-                trailers["Wikiwright-Claims"] = f"added {plan.claims_added}, superseded {plan.claims_superseded}"
+                op.trailers["Wikiwright-Claims"] = f"added {plan.claims_added}, superseded {plan.claims_superseded}"
             if plan.tokens_in or plan.tokens_out:
-                trailers["Wikiwright-Tokens"] = f"in {plan.tokens_in}, out {plan.tokens_out}"
-                trailers["Wikiwright-Cost-USD"] = f"{plan.cost_usd:.6f}"
-            if outcome.conflicts:
-                trailers["Wikiwright-Conflicts"] = ", ".join(c.page for c in outcome.conflicts)
-            paths = [*outcome.paths, "wiki/index.md", "wiki/log.md"]
+                op.trailers["Wikiwright-Tokens"] = f"in {plan.tokens_in}, out {plan.tokens_out}"
+                op.trailers["Wikiwright-Cost-USD"] = f"{plan.cost_usd:.6f}"
             if plan.held_for_review:
-                add_proposals(self.vault, HELD_BACK, plan.held_for_review)
-                trailers["Wikiwright-Held"] = str(len(plan.held_for_review))
-                paths.append("REVIEW.md")
-            sha = self.repo.commit_paths(paths, f"ingest: {plan.title}", trailers)
-            self.writer.remember(outcome)
-            self._after_commit(plan, outcome, sha)
-            return sha
+                op.propose(HELD_BACK, plan.held_for_review)
+                op.trailers["Wikiwright-Held"] = str(len(plan.held_for_review))
 
-    def _after_commit(self, plan: IngestPlan, outcome: WriteOutcome, sha: str | None) -> None:
-        """Hook for follow-ups of a commit (review queue entries for conflicts)."""
-        if outcome.conflicts:
-            for conflict in outcome.conflicts:
-                self.ledger.set_notice(f"conflict:{conflict.page}", conflict.reason)
+            def record_ingested(sha: str | None) -> None:
+                # After the commit: a crash before this line is finished by the recovery path
+                # above (the commit names the source's sha256).
+                self.ledger.finish_ingested(record, page=plan.source_page, title=plan.title,
+                                            commit_sha=sha or "", engine=plan.engine)
 
-    def _append_log_once(self, title: str, details: list[str], marker: str) -> None:
-        path = self.vault.wiki / "log.md"
-        try:
-            with path.open("rb") as handle:  # only the tail: log.md grows for as long as the wiki lives
-                handle.seek(max(0, path.stat().st_size - 4000))
-                tail = handle.read().decode("utf-8", errors="replace")
-        except FileNotFoundError:
-            tail = ""
-        if marker in tail:
-            return  # a retry after a paused commit: the entry is already there
-        append_log(self.vault, "ingest", title, details, self.clock())
+            op.after_commit(record_ingested)
+        return op.commit_sha
 
     # -- draining --------------------------------------------------------------------
 
@@ -277,3 +245,36 @@ class Pipeline:
             result = self._failed(record, exc)
         log.info("%s: %s (%s) in %.2fs", record.path, result.state, result.detail, time.monotonic() - started)
         return result
+
+    def drain_paths(self, rels: list[str], report: Callable[[JobResult], None]) -> None:
+        """The one-shot ``ingest``: work the queue until each of ``rels`` has an outcome or waits.
+
+        The same jobs and retry delays as the daemon's workers. A file due again within the
+        pipeline's "still being written" delay is waited for (three tries at most); anything
+        paused longer (a merge in progress, the model away) is reported pending and stays
+        queued for the daemon or the next ``ingest``.
+        """
+        reported: set[str] = set()
+        for rel in rels:
+            record = self.ledger.get_file(rel)
+            if record is not None and record.state not in ("pending", "running"):
+                reported.add(rel)
+                report(JobResult(rel, record.state, record.reason, record.commit_sha, record.page))
+        while True:
+            result = self.drain_once()
+            if result is not None:
+                if result.path in rels and result.state != "pending" and result.path not in reported:
+                    reported.add(result.path)
+                    report(result)
+                continue
+            soon = [r for r in (self.ledger.get_file(rel) for rel in rels)
+                    if r is not None and r.state == "pending" and r.attempts < 3
+                    and r.not_before - time.time() <= self.retry_not_ready_seconds + 1.0]
+            if not soon:
+                break
+            time.sleep(max(0.0, min(r.not_before for r in soon) - time.time()) + 0.05)
+        for rel in rels:
+            record = self.ledger.get_file(rel)
+            if rel not in reported and record is not None:
+                report(JobResult(rel, record.state, record.reason or "queued", record.commit_sha, record.page))
+
