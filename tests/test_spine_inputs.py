@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from wikiwright.core.config import Config, IngestConfig, WatchConfig
 from wikiwright.core.vault import Vault
+from wikiwright.door import Door
 from wikiwright.ingest.pipeline import Pipeline
 from wikiwright.intake.ledger import Ledger
 from wikiwright.intake.watch import Registrar, StabilityTracker
@@ -74,7 +75,7 @@ def make_services(config: Config, vault: Vault, lock_retry: float = 2.0) -> Serv
     catalog = Catalog(vault)
     catalog.refresh()
     repo = GitRepo(vault.root, config.git.author_name, config.git.author_email, lock_retry_seconds=lock_retry)
-    pipeline = Pipeline(config, vault, ledger, catalog, repo)
+    pipeline = Pipeline(Door(config, vault, ledger, catalog, repo))
     registrar = Registrar(vault, ledger, config.ingest.max_source_bytes, threading.Event())
     return Services(config, vault, ledger, catalog, repo, pipeline, registrar)
 
