@@ -273,6 +273,8 @@ def test_concurrent_edits_from_two_machines_and_a_person(world: tuple[Path, Mach
     assert any(line.startswith("Test Person edit: your changes") for line in authors), authors
     lint = json.loads(ww(a, sync_env(isolated_env), "lint", "--json").stdout)
     assert not [f for f in lint["findings"] if f["kind"] == "conflict-marker"]
+    doctor = ww(b, sync_env(isolated_env), "doctor", "--json", "--no-repair")
+    assert json.loads(doctor.stdout)["ok"], doctor.stdout
 
 
 # -- offline, rejected, duplicates ----------------------------------------------------------------

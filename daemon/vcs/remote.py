@@ -221,14 +221,11 @@ class Remote:
 
     def merge_tree(self, ours: str, theirs: str) -> MergeTree:
         """Merge two commits into a tree (``git merge-tree --write-tree``); no file is touched."""
-        status, out, err = self.repo._git.execute(
-            ["git", "merge-tree", "--write-tree", "-z", "--no-messages", ours, theirs],
-            env={**self.repo._env}, with_extended_output=True, with_exceptions=False,
-            strip_newline_in_stdout=False,
-        )
+        status, out, err = _git_status(self.repo, "merge-tree", "--write-tree", "-z", "--no-messages",
+                                       "--allow-unrelated-histories", ours, theirs)
         if status not in (0, 1):
             raise WikiwrightError(f"git merge-tree failed: {_one_line(str(err))}")
-        parts = str(out).split("\0")
+        parts = out.split("\0")
         result = MergeTree(parts[0].strip(), status == 0)
         for item in parts[1:]:
             if not item:
@@ -255,16 +252,22 @@ def merge_file(repo: GitRepo, base: str, ours: str, theirs: str, favour: str = "
             files.append(str(path))
         # No favour: conflicts are marked diff3-style (with the base's lines), for the caller.
         flags = [f"--{favour}"] if favour else ["--diff3"]
-        status, out, _err = repo._git.execute(
-            ["git", "merge-file", "-p", *flags, "-L", "this machine", "-L", "base", "-L", "remote", *files],
-            with_extended_output=True, with_exceptions=False, strip_newline_in_stdout=False,
-        )
+        status, out, _err = _git_status(repo, "merge-file", "-p", *flags, "-L", "this machine", "-L", "base",
+                                        "-L", "remote", *files)
         if favour:
             # With a resolution flag git exits 0; ask again without it to learn if it was clean.
-            probe, _o, _e = repo._git.execute(["git", "merge-file", "-p", "-q", *files],
-                                             with_extended_output=True, with_exceptions=False)
-            return str(out), probe == 0
-    return str(out), status == 0
+            probe, _o, _e = _git_status(repo, "merge-file", "-p", "-q", *files)
+            return out, probe == 0
+    return out, status == 0
+
+
+def _git_status(repo: GitRepo, *args: str) -> tuple[int, str, str]:
+    """A git command whose exit status is an answer (merge-tree, merge-file): (status, out, err)."""
+    env = {**os.environ, "LANGUAGE": "C", "LC_ALL": "C", **repo._env}
+    proc = subprocess.run(["git", *args], cwd=repo.root, env=env, stdin=subprocess.DEVNULL, capture_output=True,
+                          check=False)
+    return (proc.returncode, proc.stdout.decode("utf-8", "surrogateescape"),
+            proc.stderr.decode("utf-8", "surrogateescape"))
 
 
 def _one_line(text: str) -> str:
