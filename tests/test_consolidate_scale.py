@@ -18,6 +18,8 @@ from wikiwright.core.locks import boot_id, holder_gone, holder_identity
 from wikiwright.core.vault import Vault
 from wikiwright.intake.ledger import Ledger
 from wikiwright.memory.consolidate import ConsolidationLock, Consolidator
+from wikiwright.memory.dailylog import parse_log
+from wikiwright.memory.gate import count_sessions
 from wikiwright.memory.topics import SimilarIndex, similar
 
 from tests.logweek import FACTS, filler_for_lines, generate_week, surviving
@@ -122,3 +124,17 @@ def test_bench_sizes_are_what_they_say(tmp_path: Path) -> None:
     generate_week(tmp_path, filler=filler_for_lines(5000))
     lines = sum(len(p.read_text().splitlines()) for p in tmp_path.glob("*.md"))
     assert 4500 <= lines <= 5500
+
+
+def test_status_counts_sessions_as_the_parser_does(tmp_path: Path) -> None:
+    generate_week(tmp_path, days=2, sessions=5, filler=3)
+    odd = ("# 2026-11-18\n\n## Session 09:00 UTC — a\n- one\n```\n## Session 10:00 UTC — in a fence\n```\n"
+           "## Note 11:00 UTC — a note\n- two\n  ## Session 12:00 UTC — indented, not a heading\n"
+           "## Session 13:00 UTC — b\n- three ünïcode\n~~~\n## Session 14:00\n~~~\n## Session 15:00 UTC\n")
+    (tmp_path / "2026-11-18.md").write_text(odd)
+    for path in sorted(tmp_path.glob("*.md")):
+        data = path.read_bytes()
+        parsed = parse_log(data.decode(), datetime(2026, 11, 16).date())
+        for start in (0, len(data) // 3, len(data) // 2, len(data)):
+            assert count_sessions(data, start) == len(parsed.counted_since(start)), (path.name, start)
+    assert count_sessions(odd.encode(), 0) == 3

@@ -17,7 +17,7 @@ import logging
 import os
 import socket
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
@@ -28,7 +28,7 @@ from ..core.fsutil import atomic_write_text, sha256_bytes
 from ..core.locks import holder_gone, holder_identity
 from ..core.vault import Vault
 from ..intake.ledger import Ledger
-from ..memory.dailylog import DailyLog, Observation, iter_log_files, parse_log
+from ..memory.dailylog import _FENCE_RE, SESSION_RE, DailyLog, Observation, iter_log_files, parse_log
 from ..vcs.repo import GitRepo
 
 log = logging.getLogger(__name__)
@@ -169,9 +169,53 @@ def load_cursor(ledger: Ledger) -> dict[str, dict[str, Any]]:
     return data if isinstance(data, dict) else {}
 
 
+@dataclass(frozen=True)
+class LogPeek:
+    """A daily log with new content, as status needs it: its name and the sessions logged since."""
+
+    rel: str
+    new_sessions: int
+
+
 def new_log_content(vault: Vault, cursor: dict[str, dict[str, Any]]) -> list[LogRead]:
     """Every daily log with bytes past the cursor; a log edited before the cursor is read whole."""
     reads: list[LogRead] = []
+    for rel, day, start, data in _new_bytes(vault, cursor):
+        parsed = parse_log(data.decode("utf-8", errors="replace"), day)
+        reads.append(LogRead(rel, day, start, len(data), sha256_bytes(data), parsed,
+                             len(parsed.counted_since(start))))
+    return reads
+
+
+def peek_new_logs(vault: Vault, cursor: dict[str, dict[str, Any]]) -> list[LogPeek]:
+    """What :func:`new_log_content` finds, without parsing every line (status, on a long week)."""
+    return [LogPeek(rel, count_sessions(data, start))
+            for rel, _day, start, data in _new_bytes(vault, cursor, quiet=True)]
+
+
+def count_sessions(data: bytes, start: int) -> int:
+    """The blocks at or after byte ``start`` that count toward the gate, as :func:`parse_log` counts
+    them: ``## Session`` headings (not notes), none inside a code fence."""
+    count = 0
+    offset = 0
+    in_fence = False
+    for raw_line in data.decode("utf-8", errors="replace").splitlines(keepends=True):
+        at = offset
+        offset += len(raw_line.encode("utf-8"))
+        if raw_line[:1] not in ("#", " ", "\t", "`", "~"):
+            continue  # neither a heading nor a fence: the common line, skipped at once
+        line = raw_line.rstrip("\r\n")
+        if _FENCE_RE.match(line):
+            in_fence = not in_fence
+        elif not in_fence and at >= start:
+            heading = SESSION_RE.match(line)
+            count += bool(heading and heading.group("kind") == "Session")
+    return count
+
+
+def _new_bytes(vault: Vault, cursor: dict[str, dict[str, Any]], *, quiet: bool = False
+               ) -> Iterator[tuple[str, date, int, bytes]]:
+    """(rel, day, first new byte, the file's bytes) of each daily log with bytes past the cursor."""
     for day, path in iter_log_files(vault.logs):
         rel = f"logs/{path.name}"
         mark = cursor.get(rel) or {}
@@ -185,14 +229,11 @@ def new_log_content(vault: Vault, cursor: dict[str, dict[str, Any]]) -> list[Log
         start = 0
         if 0 < offset <= len(data) and sha256_bytes(data[:offset]) == mark.get("prefix_sha256"):
             start = offset
-        elif offset:
+        elif offset and not quiet:
             log.warning("%s changed before the point consolidated last time; reading it whole", rel)
         if start >= len(data):
             continue
-        parsed = parse_log(data.decode("utf-8", errors="replace"), day)
-        reads.append(LogRead(rel, day, start, len(data), sha256_bytes(data), parsed,
-                             len(parsed.counted_since(start))))
-    return reads
+        yield rel, day, start, data
 
 
 # --- the gate ---------------------------------------------------------------------------
@@ -249,7 +290,7 @@ class GateStatus:
 
 
 def gate_status(config: Config, vault: Vault, ledger: Ledger, lock: ConsolidationLock, repo: GitRepo,
-                reads: list[LogRead] | None = None) -> GateStatus:
+                reads: Sequence[LogRead | LogPeek] | None = None) -> GateStatus:
     """The three gates as they stand (reads the logs past the cursor unless ``reads`` is given)."""
     settings = config.consolidation
     data = lock.read()

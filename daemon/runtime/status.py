@@ -100,9 +100,9 @@ def gather(config: Config, vault: Vault, *, recent: int = 5) -> dict[str, Any]:
 def consolidation_summary(config: Config, vault: Vault, ledger: Ledger) -> dict[str, Any]:
     """The daily logs waiting for consolidation and the gate they wait for (read only)."""
     # The gate module, not the consolidator: status does not import what writes pages.
-    from ..memory.gate import ConsolidationLock, gate_status, load_cursor, new_log_content
+    from ..memory.gate import ConsolidationLock, gate_status, load_cursor, peek_new_logs
 
-    reads = new_log_content(vault, load_cursor(ledger))
+    reads = peek_new_logs(vault, load_cursor(ledger))  # names and session counts, not every line parsed
     lock = ConsolidationLock(vault, config.consolidation.stale_lock_minutes)
     gate = gate_status(config, vault, ledger, lock, GitRepo(vault.root), reads)
     hours_left = None if gate.time_ok or gate.hours_since is None else max(0.0, gate.min_hours - gate.hours_since)
