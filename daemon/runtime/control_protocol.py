@@ -20,8 +20,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import socket
-import struct
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
@@ -75,8 +73,11 @@ def short_address(path: Path) -> Iterator[str]:
         os.close(fd)
 
 
-def peer_uid(sock: socket.socket) -> int | None:
+def peer_uid(sock: Any) -> int | None:
     """The user id of the process at the other end (SO_PEERCRED), None where the OS has no such call."""
+    import socket  # the server's: the client need not import it before it knows a daemon listens
+    import struct
+
     option = getattr(socket, "SO_PEERCRED", None)
     if option is None:
         return None
