@@ -38,7 +38,7 @@ def test_operations_held_back_by_ingest_checks_are_tickable_proposals(services: 
     held = {i: line for i, line in parse_review(vault.review_file.read_text()).items() if i.startswith("held-back-")}
     assert len(held) == 2, vault.review_file.read_text()
     claim_id = next(i for i, line in held.items() if "not found verbatim" in line.text)
-    script_id = next(i for i, line in held.items() if "<script> tag" in line.text)
+    script_id = next(i for i, line in held.items() if "<script>" in line.text)
     assert "OAuth" not in page(services, "billing-api")
     _tick(vault, claim_id)
     _tick(vault, script_id)
@@ -53,7 +53,7 @@ def test_operations_held_back_by_ingest_checks_are_tickable_proposals(services: 
     commits = git(vault.root, "log", "--format=%B", f"--grep=Wikiwright-Review: {claim_id}")
     assert "Wikiwright-Operation: review-approval" in commits and "wiki/billing-api.md" in commits
     # A safety check is never waived, even when ticked: the script is not written.
-    assert outcomes[script_id].state == "resolved" and "<script> tag" in outcomes[script_id].detail
+    assert outcomes[script_id].state == "resolved" and "<script>" in outcomes[script_id].detail
     assert "evil.example" not in page(services, "billing-api")
     assert git(vault.root, "status", "--porcelain", "--", "wiki", "REVIEW.md").strip() == ""
 
