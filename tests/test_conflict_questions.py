@@ -7,6 +7,7 @@ import re
 
 from wikiwright.core.config import Config
 from wikiwright.core.vault import Vault
+from wikiwright.upkeep.lint import run_lint
 from wikiwright.upkeep.review import ReviewQueue
 from wikiwright.wiki.catalog import Catalog
 from wikiwright.wiki.pages import parse_claims, parse_page
@@ -47,6 +48,19 @@ def _lint_review(vault: Vault) -> dict[str, object]:
     return json.loads(out.stdout)
 
 
+def _propose(vault: Vault, config: Config) -> None:
+    """lint → REVIEW.md in this process (the CLI path is the first test's)."""
+    queue = ReviewQueue(config, vault)
+    try:
+        queue.run_lint_and_sync()
+    finally:
+        queue.close()
+
+
+def _clean(vault: Vault, config: Config) -> bool:
+    return not [f for f in run_lint(vault, config.lint).findings if f.kind == "claim-conflict"]
+
+
 def _tick_option(vault: Vault, option: str) -> None:
     text = vault.review_file.read_text()
     text = re.sub(rf"^(\s*- )\[ \](.*\^claim-conflict-[0-9a-f]{{10}}-{option})$", r"\1[x]\2", text, flags=re.M)
@@ -79,7 +93,7 @@ def test_nine_pages_two_values_make_one_question_listing_every_value(vault: Vaul
 
 def test_the_older_value_stands_when_the_person_says_so(vault: Vault, config: Config) -> None:
     _wiki(vault, incident_pages=1, blog_pages=1)
-    _lint_review(vault)
+    _propose(vault, config)
     _tick_option(vault, "v1")  # 8 MB, the incident's (older) value
     queue = ReviewQueue(config, vault)
     try:
@@ -92,12 +106,12 @@ def test_the_older_value_stands_when_the_person_says_so(vault: Vault, config: Co
     body = git(vault.root, "log", "-1", "--format=%B")
     assert "Wikiwright-Operation: lint-fix" in body and "wiki/service-1.md" in body
     assert "`payload.max-size` = 8 MB stands" in vault.review_file.read_text()
-    assert cli("lint", "--vault", str(vault.root)).returncode == 0
+    assert _clean(vault, config)
 
 
 def test_both_values_stand_scoped_to_their_sources(vault: Vault, config: Config) -> None:
     _wiki(vault, incident_pages=1, blog_pages=1)
-    _lint_review(vault)
+    _propose(vault, config)
     _tick_option(vault, "both")
     queue = ReviewQueue(config, vault)
     try:
@@ -107,13 +121,13 @@ def test_both_values_stand_scoped_to_their_sources(vault: Vault, config: Config)
     assert outcome.state == "applied", outcome
     assert _claims(vault, "service-0") == [(f"{KEY}@src-inc-77", "8 MB", "current", "")]
     assert _claims(vault, "service-1") == [(f"{KEY}@src-blog-draft", "25 MB", "current", "")]
-    assert cli("lint", "--vault", str(vault.root)).returncode == 0
+    assert _clean(vault, config)
     assert git(vault.root, "status", "--porcelain", "--", "wiki", "REVIEW.md").strip() == ""
 
 
 def test_ticking_the_question_alone_changes_no_page(vault: Vault, config: Config) -> None:
     _wiki(vault, incident_pages=1, blog_pages=1)
-    _lint_review(vault)
+    _propose(vault, config)
     before = {p.name: p.read_text() for p in vault.wiki.glob("service-*.md")}
     text = vault.review_file.read_text()
     vault.review_file.write_text(re.sub(r"^- \[ \](.*\^claim-conflict-[0-9a-f]{10})$", r"- [x]\1", text, flags=re.M))
