@@ -130,6 +130,7 @@ class Door:
     def recover(self) -> str | None:
         """Finish or undo the operation a crash interrupted (idempotent); what was done, in words."""
         with vault_write_lock(self.vault.state):
+            self.repo.finish_index_sync()
             entry = self.journal.load()
             if entry is None:
                 return None

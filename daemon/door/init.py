@@ -69,9 +69,9 @@ def init_vault(root: Path, author_name: str, author_email: str) -> tuple[Vault, 
                     created.append(rel)
             if op.edit_file(".gitignore", _with_ignores):
                 created.append(".gitignore")
-            if (root / ".obsidian" / "app.json").exists():
-                op.add_paths([".obsidian/app.json"])  # the vault's Obsidian filters travel with it
             if created:
+                if (root / ".obsidian" / "app.json").exists():
+                    op.add_paths([".obsidian/app.json"])  # the vault's Obsidian filters travel with it
                 op.always_log = True  # a new folder or repository is worth its commit too
                 op.rebuild_index()
     finally:

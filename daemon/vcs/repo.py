@@ -115,6 +115,7 @@ class GitRepo:
         # vault's write lock, so one marker serves every process and thread.
         self.private_index = root / ".wikiwright" / "git-index"
         self.private_marker = root / ".wikiwright" / "git-index.head"
+        self.pending_sync = root / ".wikiwright" / "git-index.pending"
         # A new object (a restart, perhaps after a power cut) rebuilds the index once.
         self._synced_once = False
 
@@ -372,14 +373,34 @@ class GitRepo:
         parents = ["-p", head] if head else []
         commit = self.run("commit-tree", tree, *parents, env=env, input=message.encode("utf-8"))
         subject = message.split("\n", 1)[0]
+        # Named before HEAD moves: a crash before the person's index catches up is finished by
+        # finish_index_sync (the next commit or the door's recovery), never left as a stale index.
+        self.pending_sync.write_text("".join(f"{blob or '-'} {rel}\n" for rel, blob in entries.items()),
+                                     encoding="utf-8", errors="surrogateescape")
         try:
             self.run("update-ref", "-m", f"commit: {subject}", "HEAD", commit, head or "")
         except git.GitCommandError as exc:
+            self.pending_sync.unlink(missing_ok=True)
             raise _HeadMoved() from exc
         self._write_marker(commit, tree)
         crash_point("after-commit")
         self._sync_person_index(entries, modes)
+        self.pending_sync.unlink(missing_ok=True)
         return commit
+
+    def finish_index_sync(self) -> None:
+        """After a crash between moving HEAD and updating the person's index: the paths whose
+        blob in HEAD is the one that commit wrote get it in the index too (so `git status` is clean)."""
+        try:
+            rows = self.pending_sync.read_text(encoding="utf-8", errors="surrogateescape").splitlines()
+        except FileNotFoundError:
+            return
+        wanted = {rel: (None if blob == "-" else blob) for blob, _, rel in (row.partition(" ") for row in rows) if rel}
+        head = self.head_blobs(list(wanted))
+        landed = {rel: blob for rel, blob in wanted.items() if head.get(rel) == blob}
+        if landed:
+            self._sync_person_index(landed, self._modes(list(landed)))
+        self.pending_sync.unlink(missing_ok=True)
 
     def _modes(self, paths: list[str]) -> dict[str, str]:
         """An executable file stays one (its mode as on disk); everything else is 100644."""
