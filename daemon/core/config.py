@@ -60,6 +60,11 @@ class GitConfig:
     # Housekeeping (issue 15): the daemon runs `git gc --auto` itself, under the vault's write
     # lock, when the queue is quiet; its own git commands never start an automatic gc.
     housekeeping_minutes: float = 30.0
+    # Sources in raw/ committed with their ingest: text up to this size; larger or binary
+    # sources are kept out of git (a .gitignore section the daemon maintains).
+    commit_raw_max_bytes: int = 1_000_000
+    # Daily logs are committed in batches, once none has changed for this long.
+    commit_logs_after_quiet_seconds: float = 300.0
 
 
 @dataclass(frozen=True)

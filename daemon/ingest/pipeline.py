@@ -32,9 +32,11 @@ from ..core.errors import (
 from ..core.opkinds import OpKind
 from ..door import Door
 from ..ingest.plan import IngestPlan, OfflinePlanner, prepare, source_page_name
+from ..ingest.rawcommit import include_source
 from ..ingest.selffeed import SELF_FEEDING_RULE, is_own_page
 from ..intake.extract import SourceText
-from ..intake.ledger import FileRecord
+from ..intake.ledger import FileRecord, SourceRecord
+from ..intake.names import disk_name, disk_path
 from ..wiki.reviewfile import HELD_BACK
 
 log = logging.getLogger(__name__)
@@ -124,6 +126,9 @@ class Pipeline:
                 self.ledger.finish_ingested(record, page=page, title="", commit_sha=found, engine="recovered")
                 return JobResult(record.path, "ingested", "recovered after a crash", found, page)
         original = self.ledger.source(record.sha256)
+        moved = original is not None and not disk_path(self.vault.root, original.path).exists()
+        if original is not None and original.path != record.path and moved:
+            return self._renamed(record, original)
         if original is not None and original.path != record.path:
             self.ledger.finish_duplicate(record, original)
             return JobResult(record.path, "duplicate", f"same content as {original.path}", original.commit_sha)
@@ -151,6 +156,20 @@ class Pipeline:
         self.ledger.clear_notice("git")
         self.ledger.clear_notice("io")
         return JobResult(record.path, "ingested", plan.title, sha or "", plan.source_page)
+
+    def _renamed(self, record: FileRecord, original: SourceRecord) -> JobResult:
+        """The ingested bytes under a new name, the old name gone: a rename, not a duplicate.
+        The ledger moves the source to its new name; git records the move (when it tracked
+        the source) in one commit."""
+        tracked = bool(self.repo.run("ls-files", "--", disk_name(original.path)).strip())
+        if tracked:
+            with self.door.operation(OpKind.INGEST, f"{original.path} renamed to {record.path}",
+                                     today=self.clock()) as op:
+                op.add_paths([disk_name(original.path)])
+                include_source(op, record, self.config.git.commit_raw_max_bytes)
+                op.details.append(f"`{original.path}` renamed to `{record.path}` (sha256 {record.sha256[:16]})")
+        self.ledger.finish_renamed(record, original)
+        return JobResult(record.path, "ingested", f"renamed from {original.path}", original.commit_sha, original.page)
 
     def _check_repository(self) -> None:
         problem = self.repo.problem()
@@ -182,6 +201,10 @@ class Pipeline:
             if plan.held_for_review:
                 op.propose(HELD_BACK, plan.held_for_review)
                 op.trailers["Wikiwright-Held"] = str(len(plan.held_for_review))
+            # The source itself goes into this commit (or, binary or large, into .gitignore).
+            kept_out = include_source(op, record, self.config.git.commit_raw_max_bytes)
+            if kept_out:
+                op.details.append(kept_out)
 
             def record_ingested(sha: str | None) -> None:
                 # After the commit: a crash before this line is finished by the recovery path

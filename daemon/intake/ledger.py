@@ -316,6 +316,17 @@ class Ledger:
             ).fetchall()
         return [SourceRecord(*r) for r in rows]
 
+    def finish_renamed(self, record: FileRecord, original: SourceRecord) -> None:
+        """``record`` holds the bytes ingested from ``original.path``, which is gone: the same
+        source renamed. It keeps its ingest, page and commit under the new name; the old
+        name's row is dropped (nothing is at that path any more)."""
+        with self._tx() as db:
+            db.execute("UPDATE sources SET path=? WHERE sha256=?", (record.path, original.sha256))
+            db.execute("UPDATE page_bindings SET path=? WHERE path=?", (record.path, original.path))
+            db.execute("DELETE FROM files WHERE path=? AND sha256=?", (original.path, original.sha256))
+            self._finish(db, record, "ingested", reason=f"renamed from {original.path}",
+                         commit_sha=original.commit_sha, page=original.page)
+
     def set_source_state(self, sha256: str, state: str) -> None:
         with self._tx() as db:
             db.execute("UPDATE sources SET state=? WHERE sha256=?", (state, sha256))
