@@ -19,6 +19,7 @@ from . import (
     history_cmds,
     hooks_cmds,
     ingest_cmds,
+    mcp_cmds,
     memory_cmds,
     query_cmds,
     sync_cmds,
@@ -28,7 +29,8 @@ from . import (
 from .common import _COMMANDS, setup_logging
 
 # Each module registers its commands (the @command decorator) and their parsers (add_parsers).
-COMMAND_MODULES = (vault_cmds, upkeep_cmds, ingest_cmds, memory_cmds, hooks_cmds, query_cmds, history_cmds, sync_cmds)
+COMMAND_MODULES = (vault_cmds, upkeep_cmds, ingest_cmds, memory_cmds, hooks_cmds, mcp_cmds, query_cmds,
+                   history_cmds, sync_cmds)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -364,8 +364,9 @@ def append_session(
     consolidation gate (a person's quick note is not a working session).
 
     With ``continue_label``, lines are added to the file's last block instead when that block
-    carries the same label (a git hook adding commit after commit to one block of the day):
-    still an append, and a run of commits counts as one session.
+    carries the same label (a git hook adding commit after commit to one block of the day, an
+    MCP client's later observations after its first): still an append, and a run of commits
+    counts as one session.
     """
     when = (when or datetime.now().astimezone())
     if when.tzinfo is None:
@@ -396,8 +397,7 @@ def append_session(
             if continue_label and label:
                 last_heading, last_section = _last_session_tail(fd, size)
                 match = SESSION_RE.match(last_heading)
-                if (match and (match.group("label") or "").strip() == clean_label(label)
-                        and (match.group("kind") == "Session") == counted):
+                if match and (match.group("label") or "").strip() == clean_label(label):
                     new_session = False
                     if lines and lines[0] == last_section:
                         lines = lines[1:]
