@@ -15,6 +15,7 @@ import sys
 from .. import __version__
 from ..core.errors import WikiwrightError
 from . import (
+    eval_cmds,
     handoff,
     history_cmds,
     hooks_cmds,
@@ -30,7 +31,7 @@ from .common import _COMMANDS, setup_logging
 
 # Each module registers its commands (the @command decorator) and their parsers (add_parsers).
 COMMAND_MODULES = (vault_cmds, upkeep_cmds, ingest_cmds, memory_cmds, hooks_cmds, mcp_cmds, query_cmds,
-                   history_cmds, sync_cmds)
+                   history_cmds, sync_cmds, eval_cmds)
 
 
 def build_parser() -> argparse.ArgumentParser:

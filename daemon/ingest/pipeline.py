@@ -25,19 +25,21 @@ from ..core.errors import (
     CommitPaused,
     LLMAuthError,
     LLMTransientError,
+    SourceAwaitsApproval,
     SourceNotReady,
     SourceRejected,
     WikiwrightError,
 )
 from ..core.opkinds import OpKind
 from ..door import Door
+from ..ingest.cost import APPROVAL_RECHECK_SECONDS, COSTLY_SOURCE, costly_proposal
 from ..ingest.plan import IngestPlan, OfflinePlanner, prepare, source_page_name
 from ..ingest.rawcommit import include_source
 from ..ingest.selffeed import SELF_FEEDING_RULE, is_own_page
 from ..intake.extract import SourceText
 from ..intake.ledger import FileRecord, SourceRecord
 from ..intake.names import disk_name, disk_path
-from ..wiki.reviewfile import HELD_BACK
+from ..wiki.reviewfile import HELD_BACK, ReviewStore
 
 log = logging.getLogger(__name__)
 
@@ -112,6 +114,8 @@ class Pipeline:
             self.ledger.set_notice("llm", f"model unavailable, retrying: {exc}")
             self.ledger.release(record, f"waiting for the model: {exc}", delay)
             return JobResult(record.path, "pending", str(exc))
+        except SourceAwaitsApproval as exc:
+            return self._await_approval(record, exc)
         except SourceRejected as exc:
             reason = f"{exc.code}: {exc}"
             self.ledger.finish_quarantined(record, reason)
@@ -156,6 +160,45 @@ class Pipeline:
         self.ledger.clear_notice("git")
         self.ledger.clear_notice("io")
         return JobResult(record.path, "ingested", plan.title, sha or "", plan.source_page)
+
+    def _renamed(self, record: FileRecord, original: SourceRecord) -> JobResult:
+        """The ingested bytes under a new name, the old name gone: a rename, not a duplicate.
+        The ledger moves the source to its new name; git records the move (when it tracked
+        the source) in one commit."""
+        tracked = bool(self.repo.run("ls-files", "--", disk_name(original.path)).strip())
+        if tracked:
+            with self.door.operation(OpKind.INGEST, f"{original.path} renamed to {record.path}",
+                                     today=self.clock()) as op:
+                op.add_paths([disk_name(original.path)])
+                include_source(op, record, self.config.git.commit_raw_max_bytes)
+                op.details.append(f"`{original.path}` renamed to `{record.path}` (sha256 {record.sha256[:16]})")
+        self.ledger.finish_renamed(record, original)
+        return JobResult(record.path, "ingested", f"renamed from {original.path}", original.commit_sha, original.page)
+
+    def _await_approval(self, record: FileRecord, exc: SourceAwaitsApproval) -> JobResult:
+        """Over the cost bound: a REVIEW.md line to tick; the job waits, pending, until it is ticked
+        (upkeep/review.py wakes it) and is skipped once a person rejects it."""
+        bound = self.config.llm.max_tokens_per_source
+        item = costly_proposal(record, exc.tokens, exc.calls, bound)
+        store = ReviewStore(self.vault.db_path)
+        try:
+            answered = store.get(item.id)
+        finally:
+            store.close()
+        if answered is not None and answered.state == "rejected":
+            rule = "its cost was declined in REVIEW.md (llm.max_tokens_per_source)"
+            self.ledger.finish_skipped(record, rule)
+            return JobResult(record.path, "skipped", rule)
+        try:
+            with self.door.operation(OpKind.REVIEW_REQUEST, f"approve the cost of {record.path}",
+                                     today=self.clock()) as op:
+                op.propose(COSTLY_SOURCE, [item])
+                op.details.append(str(exc))
+        except CommitPaused as paused:
+            self.ledger.release(record, f"waiting to commit: {paused.reason}", self.retry_git_seconds)
+            return JobResult(record.path, "pending", paused.reason)
+        self.ledger.release(record, str(exc), APPROVAL_RECHECK_SECONDS)
+        return JobResult(record.path, "pending", str(exc))
 
     def _renamed(self, record: FileRecord, original: SourceRecord) -> JobResult:
         """The ingested bytes under a new name, the old name gone: a rename, not a duplicate.
