@@ -387,3 +387,19 @@ def test_one_secret_table_for_sources_prompts_and_logs() -> None:
     for line in ("raw/passwd: ingested (passwd)", "raw/password.md: ingested", "Use the token bucket; tokens in 120",
                  "the password reset page", "secret-santa.md: ingested"):
         assert log_redact(line, []) == line, line
+
+
+def test_a_daily_log_holding_a_secret_stays_out_of_git(services: Services) -> None:
+    from wikiwright.door import Door
+    from wikiwright.memory.logcommit import commit_quiet_logs
+
+    logs = services.vault.logs
+    (logs / "2026-11-29.md").write_text(f"## Session 10:00 UTC\n- deployed with {SECRETS['aws-key']}\n")
+    (logs / "2026-11-30.md").write_text("## Session 11:00 UTC\n- all fine today\n")
+    door = Door(services.config, services.vault, services.ledger, services.catalog, services.repo)
+    assert commit_quiet_logs(door, 0.0, clock=lambda: 4e9) is not None
+    tracked = git(services.vault.root, "ls-files", "logs").split()
+    assert tracked == ["logs/2026-11-30.md"]
+    assert SECRETS["aws-key"] not in git(services.vault.root, "log", "-p", "--all")
+    notices = [m for key, m, _ in services.ledger.notices() if key == "log-secrets"]
+    assert notices and "logs/2026-11-29.md (aws-key)" in notices[0]

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 
 from ..core.opkinds import OpKind
+from ..core.secrets import secret_kinds
 from ..door import Door
 from ..memory.dailylog import LOG_NAME_RE, SESSION_RE
 
@@ -45,10 +46,25 @@ def commit_quiet_logs(door: Door, quiet_seconds: float, clock: Callable[[], floa
     if clock() - newest < quiet_seconds:
         return None  # still being written to: wait for the quiet
     added = 0
-    for rel in changed:
+    kept_out: list[str] = []
+    for rel in list(changed):
         now = (root / rel).read_text(encoding="utf-8", errors="replace")
+        kinds = secret_kinds(now)
+        if kinds:
+            # Written by hand past the redacting appender: a commit may be pushed, and secrets
+            # never leave the machine (issue 10). Kept out until the secret is removed.
+            changed.remove(rel)
+            kept_out.append(f"{rel} ({', '.join(kinds)})")
+            continue
         before = door.repo.show("HEAD", rel) or ""
         added += max(0, _blocks(now) - _blocks(before))
+    if kept_out:
+        door.ledger.set_notice("log-secrets", "daily logs holding secrets are kept out of git until the secret is "
+                               f"removed: {'; '.join(kept_out)}")
+    else:
+        door.ledger.clear_notice("log-secrets")
+    if not changed:
+        return None
     with door.operation(OpKind.LOGS, f"{added} session block{'s' if added != 1 else ''}") as op:
         op.add_paths(changed)
         op.details.append(", ".join(f"`{rel}`" for rel in changed))
