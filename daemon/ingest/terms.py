@@ -160,6 +160,16 @@ def _keyphrases(text: str, limit: int = 20) -> list[str]:
         return []
 
 
+def _shouting(sentence: str) -> bool:
+    letters = [c for c in sentence if c.isalpha()]
+    return len(letters) > 30 and sum(c.isupper() for c in letters) > 0.6 * len(letters)
+
+
+def _name_shaped(word: str) -> bool:
+    """An acronym, a CamelCase or digit-bearing name: never a plain word that was capitalised."""
+    return bool(re.fullmatch(r"[A-Z0-9+#-]{2,8}", word) or re.search(r"[a-z][A-Z]|\d", word))
+
+
 def _good_keyphrase(phrase: str) -> bool:
     """A keyphrase that names something: a lower-case compound of content words ("cache
     profiler") or a name; not a clause yake cut out of a sentence ("ships with Valgrind")."""
@@ -190,7 +200,10 @@ def extract_terms(body: str, title: str, sentences: list[str], limit: int = MAX_
     Only terms that occur in one of the main-content ``sentences`` are kept, with that sentence:
     a term page always quotes where each source mentions it.
     """
+    # Sentences in capitals are licence disclaimers or banners, not prose that names things.
+    sentences = [s for s in sentences if not _shouting(s)]
     prose = " ".join(sentences)
+    tokens = Counter(re.findall(r"[\w+#-]+", prose))
     counts: Counter[str] = Counter()
     labels: dict[str, Counter[str]] = {}
     kinds: dict[str, str] = {}
@@ -203,6 +216,9 @@ def extract_terms(body: str, title: str, sentences: list[str], limit: int = MAX_
         key = term_key(label)
         if not key or is_generic_title(key):
             return
+        if " " not in label and label[:1].isupper() and not _name_shaped(label) \
+                and tokens[label.lower()] >= tokens[label]:
+            return  # "Drop", "Closes", "Default": as often a plain word as a capitalised one
         counts[key] += 1
         labels.setdefault(key, Counter())[label] += 1
         kinds.setdefault(key, kind)
@@ -215,6 +231,8 @@ def extract_terms(body: str, title: str, sentences: list[str], limit: int = MAX_
             at_start = match.start() == 0 or sentence[: match.start()].rstrip().endswith((":", "—", "-"))
             if at_start and index == 0 and " " not in name and not re.search(r"[A-Z].*[A-Z]|\d", name):
                 continue  # one capitalised word opening a sentence says nothing
+            if sentence[match.end():match.end() + 1] == ":":
+                continue  # a field name ("Closes:", "Acquire::http"), not a name
             if first_word.casefold() in _CAPITAL_NOISE and " " in name:
                 name = name.split(" ", 1)[1]
             add(name, "entity")

@@ -38,6 +38,8 @@ BOILERPLATE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"the software is provided \"?as is|gnu (lesser |library |affero )?general public license|"
         r"you can redistribute it|redistribution and use in source and binary|permission to use, copy, modify|"
         r"distributed in the hope that it will be useful|gnu free documentation license|"
+        r"in no event shall|merchantability|fitness for a particular purpose|liable for any|"
+        r"provided that the above copyright notice|without warranties or conditions|"
         r"^(files|copyright|license|upstream-name|upstream-contact|source|format):\s", re.IGNORECASE)),
     ("changelog-header", re.compile(
         r"^[a-z0-9][a-z0-9.+-]*\s+\([^)]*\d[^)]*\)\s+[\w-]+(\s+[\w-]+)*;\s*urgency=|^--\s+.+<[^>]+@[^>]+>|"
