@@ -129,19 +129,21 @@ def test_ready_before_the_model_loads_then_a_one_shot_ingest_goes_through_the_da
         wait_for(lambda: len(ingest_commits(root)) == 1, timeout=60, what="the queued file ingested")
         assert "model client loaded" in daemon_log(proc)
 
-        # A one-shot ingest hands the file to the daemon: this process never imports litellm.
-        outside = tmp_path / "handed.md"
-        outside.write_text(SOURCE.replace("200 ms", "150 ms"))
+        # A one-shot ingest hands the files to the daemon (a folder gives its files, as it does
+        # without a daemon): this process never imports litellm.
+        folder = tmp_path / "handed"
+        folder.mkdir()
+        (folder / "handed.md").write_text(SOURCE.replace("200 ms", "150 ms"))
         result = subprocess.run([sys.executable, "-X", "importtime", "-m", "wikiwright", "ingest",
-                                 "--vault", str(root), str(outside)],
+                                 "--vault", str(root), str(folder)],
                                 env=env, capture_output=True, text=True, timeout=120)
         assert result.returncode == 0, result.stdout + result.stderr
         assert "litellm" not in imported(result.stderr)
-        assert "[1/1] raw/handed.md: ingested" in result.stdout
+        assert "[1/1] raw/handed/handed.md: ingested" in result.stdout
         assert f"[daemon pid {proc.pid}]" in result.stdout  # streamed back by the daemon that did it
         assert "queued" not in result.stdout
         assert len(ingest_commits(root)) == 2
-        assert "raw/handed.md: ingested" in daemon_log(proc)
+        assert "raw/handed/handed.md: ingested" in daemon_log(proc)
         assert server.remaining == 0
         # lint and consolidate are handed over too; their output streams back as they print it.
         lint = cli("lint", "--vault", str(root), env=env)

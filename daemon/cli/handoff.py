@@ -215,23 +215,30 @@ WAIT_FOR_RETRY_SECONDS = 3.0
 POLL_SECONDS = 0.05
 
 
-def ingest_in_daemon(daemon: Any, files: list[Path]) -> int:
+def ingest_in_daemon(daemon: Any, given: list[Path]) -> int:
     """`wikiwright ingest` served by the daemon: queue the files, report each as it is done."""
     from ..core.errors import WikiwrightError
-    from .ingest_cmds import _copy_into_raw
+    from ..intake.names import relative_name
+    from .ingest_cmds import _copy_into_raw, _expand
 
-    missing = [str(f) for f in files if not (f.exists() or f.is_symlink())]
+    missing = [str(f) for f in given if not (f.exists() or f.is_symlink())]
     if missing:
         raise WikiwrightError(f"no such file: {', '.join(missing)}")
     vault, ledger = daemon.vault, daemon.ledger
+    # The one-shot command's own rules: folders give their files, links outside raw/ are refused.
+    files, refused = _expand(vault, given)
+    for line in refused:
+        print(f"refused {line}")
+    if not files:
+        return 1
     rels = []
-    for source in files:
-        target = _copy_into_raw(vault, source)
+    for source, folder in files:
+        target = _copy_into_raw(vault, source, folder)
         daemon.registrar.register(target)
-        rels.append(target.relative_to(vault.root).as_posix())
+        rels.append(relative_name(vault.root, target))
     daemon.work_ready.set()
-    total, done, bad = len(rels), 0, 0
     waiting = list(dict.fromkeys(rels))
+    total, done, bad = len(waiting), 0, 0
     while waiting:
         for rel in list(waiting):
             record = ledger.get_file(rel)
@@ -262,4 +269,4 @@ def ingest_in_daemon(daemon: Any, files: list[Path]) -> int:
         if waiting and daemon.stop_requested.wait(POLL_SECONDS):
             print("wikiwright: the daemon is stopping; the rest stays queued for its next start", file=sys.stderr)
             return 1
-    return 1 if bad else 0
+    return 1 if bad or refused else 0
