@@ -21,19 +21,22 @@ wwlog() {
         echo "usage: wwlog [-s SECTION] TEXT|-" >&2
         return 0
     fi
+    _ww_log="${WIKIWRIGHT_HOOK_LOG:-${XDG_STATE_HOME:-$HOME/.local/state}/wikiwright/log/hooks.log}"
     if ! command -v "$_ww_bin" >/dev/null 2>&1; then
-        _ww_log="${WIKIWRIGHT_HOOK_LOG:-${XDG_STATE_HOME:-$HOME/.local/state}/wikiwright/log/hooks.log}"
-        echo "wwlog: $_ww_bin not found; nothing logged (run: wikiwright hooks install shell)" >&2
-        mkdir -p "$(dirname "$_ww_log")" 2>/dev/null
-        echo "$(date -u +%Y-%m-%dT%H:%M:%SZ) wwlog: $_ww_bin not found; nothing logged" >> "$_ww_log" 2>/dev/null
-        unset _ww_bin _ww_section _ww_log
-        return 0
-    fi
-    if [ -n "$_ww_section" ]; then
-        "$_ww_bin" log --label "shell: ${PWD##*/}" --section "$_ww_section" "$@" >/dev/null || true
+        _ww_msg="wwlog: $_ww_bin not found; nothing logged (run: wikiwright hooks install shell)"
+    elif [ -n "$_ww_section" ]; then
+        "$_ww_bin" log --label "shell: ${PWD##*/}" --section "$_ww_section" "$@" >/dev/null &&
+            _ww_msg="" || _ww_msg="wwlog: wikiwright log failed (its message is above); nothing logged"
     else
-        "$_ww_bin" log --label "shell: ${PWD##*/}" "$@" >/dev/null || true
+        "$_ww_bin" log --label "shell: ${PWD##*/}" "$@" >/dev/null &&
+            _ww_msg="" || _ww_msg="wwlog: wikiwright log failed (its message is above); nothing logged"
     fi
+    if [ -n "$_ww_msg" ]; then
+        echo "$_ww_msg" >&2
+        mkdir -p "$(dirname "$_ww_log")" 2>/dev/null
+        echo "$(date -u +%Y-%m-%dT%H:%M:%SZ) $_ww_msg" >> "$_ww_log" 2>/dev/null
+    fi
+    unset _ww_log _ww_msg
     unset _ww_bin _ww_section
     return 0
 }

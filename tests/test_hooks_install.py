@@ -270,5 +270,10 @@ def test_shell_hook_installs_into_the_rc_file(vault: Vault, tmp_path: Path) -> N
     assert ran.returncode == 0, ran.stderr
     parsed = parse_log(_log_text(vault), date.today())
     assert [(s.label, s.counted) for s in parsed.sessions] == [(f"shell: {tmp_path.name}", False)]
+    # No vault to be found: the note is not lost silently.
+    lost = subprocess.run(["sh", "-c", script], env=env, capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert lost.returncode == 0 and "no vault" in lost.stderr and "wwlog: wikiwright log failed" in lost.stderr
+    hook_log = Path(env["XDG_STATE_HOME"]) / "wikiwright" / "log" / "hooks.log"
+    assert "wwlog: wikiwright log failed" in hook_log.read_text()
     assert cli("hooks", "uninstall", "shell", env=env).returncode == 0
     assert rc.read_text() == "alias ll='ls -l'\n"
