@@ -47,10 +47,14 @@ def delegate(args: argparse.Namespace, argv: list[str]) -> int | None:
     if args.command not in proto.DELEGATED or serving():
         return None
     from ..core.config import load_config
+    from ..core.errors import VaultError
     from ..core.vault import find_vault
 
     try:
-        vault = find_vault(getattr(args, "vault", None), os.environ, load_config(None).default_vault)
+        try:
+            vault = find_vault(getattr(args, "vault", None), os.environ, "")
+        except VaultError:  # the user config's default vault, read only when it is needed
+            vault = find_vault(getattr(args, "vault", None), os.environ, load_config(None).default_vault)
     except Exception:  # no vault found: the command itself says so when it runs here
         return None
     path = proto.socket_path(vault.state)

@@ -63,14 +63,15 @@ def main(argv: list[str] | None = None) -> int:
     if not args.command:
         parser.print_help()
         return 2
-    if not logging.getLogger().handlers:
-        setup_logging(getattr(args, "verbose", 0))
     try:
         # A running daemon does the work of ingest/ask/consolidate/lint/status (its model client
-        # is loaded); without one, or when it declines, the command runs here.
+        # is loaded, and it logs for the command); without one, or when it declines, the command
+        # runs here.
         handed = handoff.delegate(args, sys.argv[1:] if argv is None else argv)
         if handed is not None:
             return handed
+        if not logging.getLogger().handlers:
+            setup_logging(getattr(args, "verbose", 0))
         return _COMMANDS[args.command](args)
     except WikiwrightError as exc:
         print(f"wikiwright: {exc}", file=sys.stderr)
