@@ -32,10 +32,20 @@ class SecretShape:
     # What the marker says in place of the value: "[REDACTED:<marker>]", or "[REDACTED]" when
     # empty (an assignment's name already says what was there).
     marker: str | None = None
+    # A cheap search that must succeed before the shape is tried at all; with ``line_local``
+    # the shape runs only on the lines where it does (the assignment shapes backtrack over
+    # every word, so they are kept off the lines that cannot hold one).
+    hint: tuple[str, ...] = ()  # literal substrings, matched in lower case
+    line_local: bool = False
+
+    def hinted(self, lowered: str) -> bool:
+        return not self.hint or any(word in lowered for word in self.hint)
 
 
-def _shape(kind: str, regex: str, flags: int = 0, keep_groups: int = 0, marker: str | None = None) -> SecretShape:
-    return SecretShape(kind, re.compile(regex, flags), keep_groups, marker)
+def _shape(kind: str, regex: str, flags: int = 0, keep_groups: int = 0, marker: str | None = None,
+           hint: str = "", line_local: bool = False) -> SecretShape:
+    return SecretShape(kind, re.compile(regex, flags), keep_groups, marker,
+                       tuple(hint.lower().split("|")) if hint else (), line_local)
 
 
 # Most specific first: a private key block before anything that might match inside it.
@@ -43,38 +53,40 @@ SECRET_SHAPES: tuple[SecretShape, ...] = (
     _shape("private-key",
            r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)",
            re.DOTALL),
-    _shape("anthropic-key", r"\bsk-ant-(?:[A-Za-z0-9]+-)*[A-Za-z0-9_\-]{16,}", marker="api-key"),
-    _shape("openai-key", r"\bsk-(?:[A-Za-z0-9]+-)*[A-Za-z0-9_\-]{16,}", marker="api-key"),
-    _shape("stripe-key", r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{10,}", marker="api-key"),
-    _shape("aws-key", r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[0-9A-Z]{16}\b"),
-    _shape("github-token", r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{22,})"),
-    _shape("gitlab-token", r"\bgl(?:pat|dt|rt|ptt|cbt|oas|soat)-[A-Za-z0-9_\-]{20,}"),
-    _shape("slack-token", r"\bxox[abeoprs]-[A-Za-z0-9-]{10,}"),
+    _shape("anthropic-key", r"\bsk-ant-(?:[A-Za-z0-9]+-)*[A-Za-z0-9_\-]{16,}", marker="api-key", hint="sk-ant-"),
+    _shape("openai-key", r"\bsk-(?:[A-Za-z0-9]+-)*[A-Za-z0-9_\-]{16,}", marker="api-key", hint="sk-"),
+    _shape("stripe-key", r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{10,}", marker="api-key", hint="_live_|_test_"),
+    _shape("aws-key", r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[0-9A-Z]{16}\b", hint="AKIA|ASIA|AGPA|AIDA|AROA|ANPA"),
+    _shape("github-token", r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{22,})",
+           hint="ghp_|gho_|ghu_|ghs_|ghr_|github_pat_"),
+    _shape("gitlab-token", r"\bgl(?:pat|dt|rt|ptt|cbt|oas|soat)-[A-Za-z0-9_\-]{20,}",
+           hint="glpat-|gldt-|glrt-|glptt-|glcbt-|gloas-|glsoat-"),
+    _shape("slack-token", r"\bxox[abeoprs]-[A-Za-z0-9-]{10,}", hint="xox"),
     _shape("slack-webhook", r"https://hooks\.slack\.com/services/[A-Za-z0-9/]{20,}"),
-    _shape("google-key", r"\bAIza[0-9A-Za-z_\-]{35}\b", marker="api-key"),
-    _shape("huggingface-token", r"\bhf_[A-Za-z0-9]{30,}\b"),
-    _shape("groq-key", r"\bgsk_[A-Za-z0-9]{30,}\b"),
-    _shape("jwt", r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
+    _shape("google-key", r"\bAIza[0-9A-Za-z_\-]{35}\b", marker="api-key", hint="AIza"),
+    _shape("huggingface-token", r"\bhf_[A-Za-z0-9]{30,}\b", hint="hf_"),
+    _shape("groq-key", r"\bgsk_[A-Za-z0-9]{30,}\b", hint="gsk_"),
+    _shape("jwt", r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}", hint="eyJ"),
     # scheme://user:password@host — the user and host stay.
     _shape("connection-string", r"(?i)\b([a-z][a-z0-9+.\-]*://[^\s:/@]+:)" + _NOT_DONE + r"[^\s@/]+(@)",
-           keep_groups=2, marker=""),
+           keep_groups=2, marker="", hint="://", line_local=True),
     _shape("bearer-token", r"(?i)\b(bearer[ \t]+)" + _NOT_DONE + r"[A-Za-z0-9._~+/\-]{8,}=*", keep_groups=1,
-           marker="token"),
+           marker="token", hint="bearer", line_local=True),
     # "token abc123…": only a value with a digit in it (prose says "token bucket").
     _shape("token", r"(?i)\b(token[ \t]+)" + _NOT_DONE + r"(?=[A-Za-z0-9._~+/\-]*\d)[A-Za-z0-9._~+\-]{12,}=*",
-           keep_groups=1, marker="token"),
+           keep_groups=1, marker="token", hint="token", line_local=True),
     # password = value / DB_PASSWORD: "value" / api_key=value / Authorization: value.
     _shape("password",
            r"(?i)" + _NAME_START + r"((?:[a-z0-9_\-]*?)(?:password|passwd|pwd|passphrase|secret|api[_\-]?key|"
            r"access[_\-]?key|auth[_\-]?token|access[_\-]?token|client[_\-]?secret|private[_\-]?key|"
            r"authorization)[a-z0-9_\-]*[\"']?[ \t]*[=:][ \t]*)" + _NOT_DONE +
            r"(?:\"[^\"\n]*\"|'[^'\n]*'|(?:Bearer[ \t]+)?[^\s,;\"'}]+)",
-           keep_groups=1, marker=""),
+           keep_groups=1, marker="", hint="pass|pwd|secret|key|token|authorization", line_local=True),
     # Any other "…token = value" or "…_KEY = value" whose value looks like a credential.
     _shape("token",
            r"(?i)" + _NAME_START + r"([a-z0-9_\-]*token|[a-z0-9_\-]*[_\-]key)([\"']?[ \t]*[=:][ \t]*)" + _NOT_DONE +
            r"[\"']?(?=[A-Za-z0-9_\-.~+/]*\d)[A-Za-z0-9_\-.~+/]{8,}=*[\"']?",
-           keep_groups=2, marker=""),
+           keep_groups=2, marker="", hint="token|key", line_local=True),
 )
 
 
@@ -96,11 +108,28 @@ def scan(text: str, *, label: bool = True, literals: list[str] | None = None) ->
         if value and value in text:
             text = text.replace(value, "[REDACTED:env-value]" if label else REDACTED)
             kinds.add("env-value")
+    lowered = text.lower()
     for shape in SECRET_SHAPES:
-        text, count = shape.pattern.subn(_replacement(shape, label), text)
+        if not shape.hinted(lowered):
+            continue
+        if shape.line_local:
+            text, count = _sub_lines(shape, _replacement(shape, label), text)
+        else:
+            text, count = shape.pattern.subn(_replacement(shape, label), text)
         if count:
             kinds.add(shape.kind)
     return text, sorted(kinds)
+
+
+def _sub_lines(shape: SecretShape, replacement: str, text: str) -> tuple[str, int]:
+    """The shape applied only to the lines its hint finds (its matches never span lines)."""
+    lines = text.splitlines(keepends=True)
+    total = 0
+    for index, line in enumerate(lines):
+        if shape.hinted(line.lower()):
+            lines[index], count = shape.pattern.subn(replacement, line)
+            total += count
+    return ("".join(lines), total) if total else (text, 0)
 
 
 def redact(text: str, *, label: bool = True, literals: list[str] | None = None) -> str:
