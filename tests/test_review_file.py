@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import date
 
 from wikiwright.core.vault import Vault
+from wikiwright.ingest.llm_planner import held_proposals
+from wikiwright.ingest.operations import Workspace
 from wikiwright.upkeep.review import ReviewQueue
-from wikiwright.wiki.reviewfile import ReviewStore, add_proposals, parse_review
+from wikiwright.wiki.reviewfile import HELD_BACK, ReviewStore, add_proposals, parse_review
 
 from tests.conftest import Services
 from tests.helpers import cli, daemon_log, git, start_daemon, wait_for
-from tests.model_helpers import page, reply
-from tests.test_model_checks import SOURCE, seeded
+from tests.model_helpers import page
+from tests.test_model_checks import SOURCE
 
 UNVERIFIED_CLAIM = {"op": "add_claim", "page": "billing-api", "key": "billing-api.auth", "value": "OAuth",
                     "as_of": "2026-05-01", "quote": "The billing API uses OAuth.", "replaces": False}
@@ -28,12 +31,20 @@ def _tick(vault: Vault, item_id: str, mark: str = "x") -> None:
 
 
 def test_operations_held_back_by_ingest_checks_are_tickable_proposals(services: Services) -> None:
-    server = seeded(services, [reply(UNVERIFIED_CLAIM, SCRIPT)])
-    try:
-        services.drop("notes.md", SOURCE)
-        assert [r.state for r in services.drain()] == ["ingested"]
-    finally:
-        server.close()
+    """The model path writes these lines at commit time (test_model_checks checks their ``^id``);
+    here the same checks hold the operations, without a model, and a person answers them."""
+    vault = services.vault
+    (vault.wiki / "billing-api.md").write_text("---\ntype: entity\ntitle: Billing API\n---\n\n# Billing API\n\n"
+                                               "Serves invoices.\n")
+    git(vault.root, "add", "-A")
+    git(vault.root, "commit", "-q", "-m", "a page")
+    services.drop("notes.md", SOURCE)
+    assert [r.state for r in services.drain()] == ["ingested"]
+    workspace = Workspace(vault, "src-notes", SOURCE, date(2026, 5, 2), 0.3, find_claim_pages=lambda key: [])
+    assert not workspace.apply(dict(UNVERIFIED_CLAIM)) and not workspace.apply(dict(SCRIPT))
+    record = services.ledger.get_file("raw/notes.md")
+    assert record is not None
+    add_proposals(vault, HELD_BACK, held_proposals(record, "sources/src-notes", workspace.held))
     vault = services.vault
     held = {i: line for i, line in parse_review(vault.review_file.read_text()).items() if i.startswith("held-back-")}
     assert len(held) == 2, vault.review_file.read_text()
