@@ -194,8 +194,11 @@ def make_executor(daemon: Any) -> Callable[[dict[str, Any], Any], int | None]:
         if args.command == "consolidate":
             level = min(level, logging.INFO)  # as `consolidate` logs when it runs on its own
         log.info("control socket: running `%s` for a client", args.command)
+        started = time.monotonic()
         with _serving(reply, level):
-            return _run(daemon, args, Path(str(message.get("cwd") or daemon.vault.root)))
+            code = _run(daemon, args, Path(str(message.get("cwd") or daemon.vault.root)))
+        log.info("control socket: `%s` for a client: exit %d in %.2fs", args.command, code, time.monotonic() - started)
+        return code
 
     return execute
 
