@@ -38,11 +38,11 @@ def uncommitted_logs(door: Door) -> list[str]:
 
 def commit_quiet_logs(door: Door, quiet_seconds: float, clock: Callable[[], float] = time.time) -> str | None:
     """Commit the changed daily logs once none changed for ``quiet_seconds``; the commit's sha."""
-    changed = uncommitted_logs(door)
+    root = door.vault.root
+    changed = [rel for rel in uncommitted_logs(door) if (root / rel).is_file()]
     if not changed:
         return None
-    root = door.vault.root
-    newest = max((root / rel).stat().st_mtime for rel in changed if (root / rel).exists())
+    newest = max((root / rel).stat().st_mtime for rel in changed)
     if clock() - newest < quiet_seconds:
         return None  # still being written to: wait for the quiet
     added = 0
