@@ -64,7 +64,9 @@ def _run_burst(tmp_path: Path, count: int, drain: bool) -> None:
     recorded_in = time.monotonic() - started
     beat = heartbeat(root)
     if drain:
-        wait_settled(root, paths, timeout=600, proc=proc)
+        # Bounded by progress, not by a total time: on a loaded machine the drain is slower,
+        # never stuck; a daemon that stops settling sources fails after two idle minutes.
+        wait_settled(root, paths, proc=proc, stall=120)
     assert stop(proc) == 0
     rows = ledger_rows(root)
     states = [rows[p][0] for p in paths]
