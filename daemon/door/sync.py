@@ -61,7 +61,7 @@ from ..core.locks import vault_write_lock
 from ..core.opkinds import OpKind
 from ..core.vault import Vault
 from ..intake.ledger import Ledger
-from ..vcs.remote import MergeTree, PushResult, Remote, RemoteError, merge_file
+from ..vcs.remote import MergeTree, PushResult, Remote, RemoteError, git_status, merge_file
 from ..vcs.repo import (
     GitRepo,
     format_message,
@@ -113,6 +113,7 @@ class Syncer:
         self.catalog = catalog
         self.repo = repo
         self.remote = Remote(repo, config.git.remote, config.git.branch)
+        self._round_times: dict[str, float] = {}
 
     @property
     def enabled(self) -> bool:
@@ -128,8 +129,10 @@ class Syncer:
         return data if isinstance(data, dict) else {}
 
     def _save(self, **values: Any) -> None:
+        """Times are gathered during a round and written once with its outcome (one fsync)."""
         data = self.state()
-        data.update(values)
+        data.update(self._round_times, **values)
+        self._round_times = {}
         self.ledger.set_kv(STATE_KEY, json.dumps(data))
 
     def due(self, now: float | None = None) -> bool:
@@ -162,7 +165,7 @@ class Syncer:
     def _round(self) -> SyncReport:
         if not self.enabled:
             return SyncReport("off", "git.remote is not set")
-        self._save(last_attempt=time.time())
+        self._round_times["last_attempt"] = time.time()
         if not self.remote.configured():
             return self._wait("waiting", f"the vault's git repository has no remote named {self.remote.name!r} "
                               f"(git remote add {self.remote.name} URL)", backoff=True)
@@ -173,7 +176,7 @@ class Syncer:
             theirs = self.remote.fetch()
         except RemoteError as exc:
             return self._wait("offline", f"the remote cannot be reached: {exc}", backoff=True)
-        self._save(last_fetch=time.time())
+        self._round_times["last_fetch"] = time.time()
         report = self.integrate(theirs)
         if report.state == "paused":
             return report
@@ -182,7 +185,7 @@ class Syncer:
                 result, detail = self.remote.push()
                 if result in (PushResult.PUSHED, PushResult.UP_TO_DATE):
                     if result is PushResult.PUSHED:
-                        self._save(last_push=time.time())
+                        self._round_times["last_push"] = time.time()
                         report.state = "pushed"
                     break
                 if result is PushResult.UNREACHABLE:
@@ -201,8 +204,10 @@ class Syncer:
             else:
                 return self._wait("waiting", "the push was rejected again and again (busy remote); next round "
                                   "retries", backoff=True)
+        was_waiting = bool(self.state().get("waiting"))
         self._save(last_success=time.time(), waiting="", failures=0, next_try=0, last_error="")
-        self.ledger.clear_notice("sync")
+        if was_waiting:
+            self.ledger.clear_notice("sync")
         return report
 
     def _repository_problem(self) -> str | None:
@@ -741,20 +746,16 @@ def _read_blobs(repo: GitRepo, blobs: list[str]) -> dict[str, bytes]:
 
 
 def _blob_bytes(repo: GitRepo, spec: str) -> bytes | None:
-    try:
-        blob = repo.run("rev-parse", "--verify", "-q", spec)
-    except git.GitCommandError:
-        return None
+    blob = _blob_at(repo, spec, "")
     return _read_blobs(repo, [blob]).get(blob) if blob else None
 
 
 def _blob_at(repo: GitRepo, commit: str | None, path: str) -> str:
+    """The blob id at ``commit:path`` ('' when absent); ``path`` '' takes ``commit`` as the spec."""
     if not commit:
         return ""
-    try:
-        return repo.run("rev-parse", "--verify", "-q", f"{commit}:{path}")
-    except git.GitCommandError:
-        return ""
+    status, out, _err = git_status(repo, "rev-parse", "--verify", "-q", f"{commit}:{path}" if path else commit)
+    return out.strip() if status == 0 else ""
 
 
 def _hash_blob(repo: GitRepo, data: bytes) -> str:

@@ -106,10 +106,8 @@ class Remote:
     # -- reading -------------------------------------------------------------------------
 
     def rev(self, ref: str) -> str | None:
-        try:
-            return self.repo.run("rev-parse", "--verify", "-q", f"{ref}^{{commit}}") or None
-        except git.GitCommandError:
-            return None
+        status, out, _err = git_status(self.repo, "rev-parse", "--verify", "-q", f"{ref}^{{commit}}")
+        return out.strip() or None if status == 0 else None
 
     def remote_head(self) -> str | None:
         """The branch as last fetched (no network)."""
@@ -128,11 +126,9 @@ class Remote:
         return int(left or 0), int(right or 0)
 
     def is_ancestor(self, older: str, newer: str) -> bool:
-        try:
-            self.repo.run("merge-base", "--is-ancestor", older, newer)
-            return True
-        except git.GitCommandError:
-            return False
+        # An exit status, not an error: no exception (GitPython stays unimported in the daemon).
+        status, _out, _err = git_status(self.repo, "merge-base", "--is-ancestor", older, newer)
+        return status == 0
 
     # -- network ---------------------------------------------------------------------------
 
@@ -154,17 +150,16 @@ class Remote:
 
         Raises RemoteError when the remote cannot be reached.
         """
+        # One fetch for the branch and the claim ref (a pattern: absent is no error).
         code, err = self._network(
             "fetch", "--no-tags", "--no-write-fetch-head", "-q", self.name,
             f"+refs/heads/{self.branch}:{self.tracking_ref}",
+            f"+refs/wikiwright/*:refs/wikiwright/remotes/{self.name}/*",
         )
         if code != 0:
             if "couldn't find remote ref" in err.lower():
                 return None  # an empty remote: the first push creates the branch
             raise RemoteError(_one_line(err) or f"git fetch exited with {code}")
-        # The claim ref may not exist yet; its absence is not an error.
-        self._network("fetch", "--no-tags", "--no-write-fetch-head", "-q", self.name,
-                      f"+{CLAIM_REF}:{self.claim_tracking_ref}")
         return self.remote_head()
 
     def push(self) -> tuple[PushResult, str]:
@@ -221,7 +216,7 @@ class Remote:
 
     def merge_tree(self, ours: str, theirs: str) -> MergeTree:
         """Merge two commits into a tree (``git merge-tree --write-tree``); no file is touched."""
-        status, out, err = _git_status(self.repo, "merge-tree", "--write-tree", "-z", "--no-messages",
+        status, out, err = git_status(self.repo, "merge-tree", "--write-tree", "-z", "--no-messages",
                                        "--allow-unrelated-histories", ours, theirs)
         if status not in (0, 1):
             raise WikiwrightError(f"git merge-tree failed: {_one_line(str(err))}")
@@ -252,16 +247,16 @@ def merge_file(repo: GitRepo, base: str, ours: str, theirs: str, favour: str = "
             files.append(str(path))
         # No favour: conflicts are marked diff3-style (with the base's lines), for the caller.
         flags = [f"--{favour}"] if favour else ["--diff3"]
-        status, out, _err = _git_status(repo, "merge-file", "-p", *flags, "-L", "this machine", "-L", "base",
+        status, out, _err = git_status(repo, "merge-file", "-p", *flags, "-L", "this machine", "-L", "base",
                                         "-L", "remote", *files)
         if favour:
             # With a resolution flag git exits 0; ask again without it to learn if it was clean.
-            probe, _o, _e = _git_status(repo, "merge-file", "-p", "-q", *files)
+            probe, _o, _e = git_status(repo, "merge-file", "-p", "-q", *files)
             return out, probe == 0
     return out, status == 0
 
 
-def _git_status(repo: GitRepo, *args: str) -> tuple[int, str, str]:
+def git_status(repo: GitRepo, *args: str) -> tuple[int, str, str]:
     """A git command whose exit status is an answer (merge-tree, merge-file): (status, out, err)."""
     env = {**os.environ, "LANGUAGE": "C", "LC_ALL": "C", **repo._env}
     proc = subprocess.run(["git", *args], cwd=repo.root, env=env, stdin=subprocess.DEVNULL, capture_output=True,
