@@ -456,7 +456,7 @@ def graph_check(wiki: Path) -> dict[str, Any]:
 
 def obsidiantools_check(vault_root: Path, cache: Path) -> dict[str, Any] | str:
     """The same graph through obsidiantools, installed into a private folder if it installs."""
-    target = cache / "obsidiantools"
+    target = cache / "wikiwright-bench-obsidiantools"  # kept between runs: it is 200 MB with pandas
     if not (target / "obsidiantools").exists():
         result = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--target", str(target),
                                  "obsidiantools"], capture_output=True, text=True, timeout=600, check=False)
@@ -470,10 +470,9 @@ def obsidiantools_check(vault_root: Path, cache: Path) -> dict[str, Any] | str:
         return f"obsidiantools did not import: {exc}"
     # Obsidian's own exclusions (userIgnoreFilters): raw/ and .wikiwright/ are not part of the graph.
     vault = otools.Vault(vault_root, include_subdirs=["wiki", "wiki/sources"]).connect()
-    broken = [k for k, v in vault.nonexistent_notes.items()] if hasattr(vault, "nonexistent_notes") else []
-    if not broken and hasattr(vault, "nonexistent_notes"):
-        broken = list(vault.nonexistent_notes)
-    isolated = [n for n in vault.isolated_notes if n not in ("log",)]
+    broken = list(vault.nonexistent_notes)
+    in_wiki = {name for name, path in vault.md_file_index.items() if Path(path).parts[:1] == ("wiki",)}
+    isolated = [n for n in vault.isolated_notes if n in in_wiki and n != "log"]
     return {"broken links (obsidiantools)": (len(broken), broken[:5]),
             "isolated wiki pages (obsidiantools)": (len(isolated), isolated[:5])}
 
@@ -510,7 +509,7 @@ def main() -> int:
     rows = quality(run, kinds)
     rows.update(graph_check(run.vault.wiki))
     if not args.no_obsidiantools:
-        checked = obsidiantools_check(run.vault.root, base)
+        checked = obsidiantools_check(run.vault.root, Path(tempfile.gettempdir()))
         if isinstance(checked, str):
             rows["obsidiantools"] = checked
         else:

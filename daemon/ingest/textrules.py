@@ -21,7 +21,7 @@ BOILERPLATE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"\b(jump|go) to (navigation|search|top)\b|^(home|previous|next|up|prev|index|top)"
         r"(\s*[|·•/>»:]?\s*(home|previous|next|up|prev|index|top|contents))+\b|\bedit (this page|on github)\b|"
         r"\bthis (site|website) uses cookies\b|\baccept (all )?cookies\b|\bback to top\b|"
-        r"\bnavigat(e|ion) between (chapters|pages)\b|^(search|menu|toggle navigation)\b",
+        r"\bnavigat(e|ion) between (chapters|pages)\b|^(search|menu|toggle navigation)\b|\bmain menu\b",
         re.IGNORECASE)),
     ("man-header", re.compile(
         r"^\s*[\w.:+-]+\([0-9nlx]\w*\)\s+.*\b[\w.:+-]+\([0-9nlx]\w*\)|"
@@ -40,6 +40,8 @@ BOILERPLATE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"distributed in the hope that it will be useful|gnu free documentation license|"
         r"in no event shall|merchantability|fitness for a particular purpose|liable for any|"
         r"provided that the above copyright notice|without warranties or conditions|"
+        r"redistributions? of source code|redistributions in binary form|if not, see\b|"
+        r"(?-i:^(\d{4}(\s*[-–]\s*\d{4})?,?\s+)+(by\s+)?[A-Z][\w.-]*\s+[A-Z])|"
         r"^(files|copyright|license|upstream-name|upstream-contact|source|format):\s", re.IGNORECASE)),
     ("changelog-header", re.compile(
         r"^[a-z0-9][a-z0-9.+-]*\s+\([^)]*\d[^)]*\)\s+[\w-]+(\s+[\w-]+)*;\s*urgency=|^--\s+.+<[^>]+@[^>]+>|"
@@ -85,7 +87,23 @@ def boilerplate_rule(sentence: str) -> str:
     for name, pattern in BOILERPLATE_RULES:
         if pattern.search(sentence):
             return name
+    if _menu_run(sentence):
+        return "navigation"
     return ""
+
+
+def _menu_run(sentence: str) -> bool:
+    """A run of four or more capitalised generic words is a menu ("Home Introduction
+    Documentation Reporting bugs"), not prose."""
+    run = 0
+    for word in sentence.split():
+        if word[:1].isupper() and word.strip(",.:;|»>").casefold() in GENERIC_TITLES:
+            run += 1
+            if run >= 4:
+                return True
+        else:
+            run = 0
+    return False
 
 
 def is_generic_title(label: str) -> bool:

@@ -28,7 +28,7 @@ from .html import html_to_markdown
 from .office import read_docx, read_pptx
 from .pdf import read_pdf
 from .sheets import read_csv, read_xlsx
-from .text import atx_headings, decode_bytes, man_page_to_markdown, strip_terminal_formatting
+from .text import atx_headings, decode_bytes, escape_hash_lines, man_page_to_markdown, strip_terminal_formatting
 
 __all__ = ["SourceRejected", "SourceText", "decode_bytes", "read_source", "sniff_kind"]
 
@@ -158,4 +158,6 @@ def read_source(path: Path, data: bytes) -> SourceText:
             pass
     if suffix in MARKDOWN_SUFFIXES:
         return SourceText(text, encoding, "markdown")
-    return SourceText(atx_headings(text), encoding, "text")
+    # In plain text a line starting with "#" is a comment ("# Older entries were removed"), not a
+    # heading: escaped, it reads the same and never becomes a title.
+    return SourceText(atx_headings(escape_hash_lines(text)), encoding, "text")

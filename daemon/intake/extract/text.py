@@ -106,9 +106,14 @@ def man_page_to_markdown(text: str) -> tuple[str, str] | None:
                 if own.casefold() == name.casefold():
                     name = own
                 title = f"{name}({section}) — {match.group(2).strip()}"
-        out.append(line.strip())  # man's indentation would read as markdown code blocks
+        out.append(escape_hash_lines(line.strip()))  # man's indentation would read as code blocks
     body = re.sub(r"\n{3,}", "\n\n", "\n".join(out)).strip() + "\n"
     return body, title
+
+
+def escape_hash_lines(text: str) -> str:
+    """``#`` at the start of a line of plain text is a comment or a shell prompt: escaped."""
+    return re.sub(r"^#", r"\\#", text, flags=re.MULTILINE)
 
 
 # -- setext and reStructuredText titles ---------------------------------------------------------
