@@ -3,6 +3,7 @@ clones, the real CLI and real daemons in subprocesses."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -371,6 +372,17 @@ def test_sync_pauses_during_a_persons_merge(world: tuple[Path, Machine, Machine]
     assert "merge is in progress" in gather(ma.config, ma.vault)["sync"]["waiting"]
     (ma.root / ".git" / "MERGE_HEAD").unlink()
     ma.sync()
+    # Another branch checked out: nothing is pushed from it, nothing merged into it.
+    configured = Machine.__new__(Machine)
+    configured.__dict__.update(ma.__dict__)
+    branch_config = ma.config.replace(git=dataclasses.replace(ma.config.git, branch="main"))
+    configured.syncer = Syncer(branch_config, ma.vault, ma.ledger, ma.catalog, ma.repo)
+    git(ma.root, "checkout", "-q", "-b", "experiment")
+    report = configured.sync(expect=None)
+    assert report.state == "paused" and "experiment" in report.detail, report
+    assert "experiment" not in git(ma.root, "ls-remote", "origin")
+    git(ma.root, "checkout", "-q", "main")
+    configured.sync()
 
 
 def test_consolidation_claim_first_push_wins(world: tuple[Path, Machine, Machine]) -> None:
