@@ -95,7 +95,7 @@ def _stream(sock: Any, path: Path) -> int | None:
                       "`wikiwright status` shows what is still queued", file=sys.stderr)
                 return 1
             kind = message.get("t")
-            if kind == "decline":
+            if kind == "decline" and not received:  # only ever the first message
                 log.info("the daemon declined (%s); running here", message.get("reason"))
                 return None
             received = True

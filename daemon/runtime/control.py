@@ -28,11 +28,13 @@ log = logging.getLogger(__name__)
 
 
 class Reply:
-    """The stream back to one client; writes after the client went away are dropped."""
+    """The stream back to one client, line-buffered (``json.dump`` writes token by token; a
+    progress line goes out as soon as it ends); writes after the client went away are dropped."""
 
     def __init__(self, conn: socket.socket) -> None:
         self._conn = conn
         self._lock = threading.Lock()
+        self._pending = {"out": "", "err": ""}
         self.gone = False
 
     def send(self, message: dict[str, Any]) -> None:
@@ -45,13 +47,30 @@ class Reply:
             except OSError:
                 self.gone = True  # the client stopped listening (Ctrl-C); the work goes on
 
+    def _write(self, stream: str, text: str) -> None:
+        buffered = self._pending[stream] + text
+        cut = buffered.rfind("\n") + 1
+        if cut == 0 and len(buffered) < 65536:
+            self._pending[stream] = buffered
+            return
+        cut = cut or len(buffered)
+        self._pending[stream] = buffered[cut:]
+        self.send(proto.out(buffered[:cut]) if stream == "out" else proto.err(buffered[:cut]))
+
     def out(self, text: str) -> None:
         if text:
-            self.send(proto.out(text))
+            self._write("out", text)
 
     def err(self, text: str) -> None:
         if text:
-            self.send(proto.err(text))
+            self._write("err", text)
+
+    def flush(self) -> None:
+        """Send what is buffered (before the exit message)."""
+        for stream in ("out", "err"):
+            if self._pending[stream]:
+                text, self._pending[stream] = self._pending[stream], ""
+                self.send(proto.out(text) if stream == "out" else proto.err(text))
 
 
 # execute(request, reply) -> the command's exit code, or None once it has sent a decline.
@@ -135,15 +154,17 @@ class ControlServer:
                     reply.send(proto.decline(f"protocol version {message.get('v')!r}, "
                                              f"the daemon speaks {proto.PROTOCOL_VERSION}"))
                     return
-                code = self.execute(message, reply)
-                if code is None:
-                    return  # declined: the client runs the command itself
             except (ValueError, OSError) as exc:
                 log.warning("control socket: bad request: %s", exc)
                 reply.send(proto.decline(f"bad request: {exc}"))
                 return
+            try:
+                code = self.execute(message, reply)
+                if code is None:
+                    return  # declined: the client runs the command itself
             except Exception as exc:  # a bug must not kill the daemon nor leave the client hanging
                 log.exception("control socket: the request failed")
                 reply.err(f"wikiwright: the daemon failed to run this command: {exc}\n")
                 code = 1
+            reply.flush()
             reply.send(proto.exit_message(code))
