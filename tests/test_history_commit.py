@@ -8,18 +8,15 @@ import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
-import pytest
 from wikiwright.core.vault import Vault
 from wikiwright.vcs.repo import GitRepo
 
 from tests.helpers import git
 
+
 # Every commit goes through the private index with the exact bytes given (never `commit --only`,
-# which reads the working tree); WAYS is the one way, kept as a parameter of the tests below.
-WAYS = pytest.mark.parametrize("private_from", [0], ids=["private-index"])
-
-
-def _repo(vault: Vault, private_from: int, cls: type[GitRepo] = GitRepo) -> GitRepo:
+# which reads the working tree).
+def _repo(vault: Vault, cls: type[GitRepo] = GitRepo) -> GitRepo:
     return cls(vault.root)
 
 
@@ -39,9 +36,8 @@ def _files(root: Path, rev: str) -> list[str]:
     return git(root, "show", "--format=", "--name-only", rev).split()
 
 
-@WAYS
-def test_a_commit_holds_its_paths_on_top_of_the_persons_latest_commit(vault: Vault, private_from: int) -> None:
-    repo = _repo(vault, private_from)
+def test_a_commit_holds_its_paths_on_top_of_the_persons_latest_commit(vault: Vault) -> None:
+    repo = _repo(vault)
     first = repo.commit_paths([_page(vault, "a", "# A\n")], "ingest: a", {"Wikiwright-Operation": "ingest"})
     person = _person_commits(vault.root, "notes.txt")
     second = repo.commit_paths([_page(vault, "b", "# B\n")], "ingest: b", {"Wikiwright-Operation": "ingest"})
@@ -53,9 +49,8 @@ def test_a_commit_holds_its_paths_on_top_of_the_persons_latest_commit(vault: Vau
     assert "Wikiwright-Operation: ingest" in git(vault.root, "log", "-1", "--format=%B")
 
 
-@WAYS
-def test_the_persons_staged_work_stays_staged_and_out_of_our_commits(vault: Vault, private_from: int) -> None:
-    repo = _repo(vault, private_from)
+def test_the_persons_staged_work_stays_staged_and_out_of_our_commits(vault: Vault) -> None:
+    repo = _repo(vault)
     repo.commit_paths([_page(vault, "a", "# A\n")], "ingest: a", {})
     (vault.root / "draft.md").write_text("my staged draft\n")
     _page(vault, "a", "# A\n\nA person's staged change.\n")
@@ -66,7 +61,7 @@ def test_the_persons_staged_work_stays_staged_and_out_of_our_commits(vault: Vaul
 
 
 def test_an_interrupted_commit_leaves_nothing_behind_for_the_next_one(vault: Vault) -> None:
-    repo = _repo(vault, 0)
+    repo = _repo(vault)
     repo.commit_paths([_page(vault, "a", "# A\n")], "ingest: a", {})
     # A process died after staging in the private index, before moving HEAD: the marker is
     # gone and the private index holds a page nobody committed.
@@ -74,7 +69,7 @@ def test_an_interrupted_commit_leaves_nothing_behind_for_the_next_one(vault: Vau
     repo.private_marker.unlink()
     subprocess.run(["git", "-C", str(vault.root), "add", stray], check=True,
                    env={**os.environ, "GIT_INDEX_FILE": str(repo.private_index)})
-    for committer in (repo, _repo(vault, 0)):  # the same object, and a fresh one (a restart)
+    for committer in (repo, _repo(vault)):  # the same object, and a fresh one (a restart)
         sha = committer.commit_paths([_page(vault, "b", f"# B {id(committer)}\n")], "ingest: b", {})
         assert "wiki/stray.md" not in git(vault.root, "ls-tree", "-r", "--name-only", str(sha))
         repo.private_marker.unlink()
@@ -96,9 +91,8 @@ class _RacingRepo(GitRepo):
         return super().run(*args, env=env, strip=strip, input=input)
 
 
-@WAYS
-def test_head_moving_under_a_commit_is_never_overwritten(vault: Vault, private_from: int) -> None:
-    repo = _repo(vault, private_from, _RacingRepo)
+def test_head_moving_under_a_commit_is_never_overwritten(vault: Vault) -> None:
+    repo = _repo(vault, _RacingRepo)
     repo.commit_paths([_page(vault, "a", "# A\n")], "ingest: a", {})
     person = git(vault.root, "log", "-1", "--format=%H", "--", "race.txt").strip()
     head = git(vault.root, "rev-parse", "HEAD").strip()
@@ -109,12 +103,11 @@ def test_head_moving_under_a_commit_is_never_overwritten(vault: Vault, private_f
     assert "error" not in git(vault.root, "fsck", "--no-progress").lower()
 
 
-@WAYS
-def test_a_commit_with_nothing_changed_makes_no_commit(vault: Vault, private_from: int) -> None:
-    repo = _repo(vault, private_from)
+def test_a_commit_with_nothing_changed_makes_no_commit(vault: Vault) -> None:
+    repo = _repo(vault)
     path = _page(vault, "a", "# A\n")
     assert repo.commit_paths([path], "ingest: a", {})
     head = git(vault.root, "rev-parse", "HEAD").strip()
     assert repo.commit_paths([path], "ingest: a again", {}) is None
-    assert _repo(vault, private_from).commit_paths([path], "ingest: a, fresh object", {}) is None
+    assert _repo(vault).commit_paths([path], "ingest: a, fresh object", {}) is None
     assert git(vault.root, "rev-parse", "HEAD").strip() == head
