@@ -91,7 +91,8 @@ def test_generic_words_never_become_link_targets(services: Services) -> None:
     services.catalog.refresh()
     for name, tool in (("x.md", "Zstandard"), ("y.md", "Brotli")):
         services.drop(name, f"# Introduction\n\n## Documentation\n\nThe Documentation for {tool} explains the "
-                            "Overview and the Changelog of the README.\n\n## Overview\n\nRead the Documentation first.\n")
+                            "Overview and the Changelog of the README.\n\n"
+                            "## Overview\n\nRead the Documentation first.\n")
     services.drain()
     generic = {"documentation", "introduction", "overview", "changelog", "readme"}
     for path in services.vault.wiki.rglob("*.md"):
@@ -126,7 +127,7 @@ def test_overview_is_kept_by_code_around_a_persons_text(services: Services) -> N
 
 
 def test_init_keeps_raw_and_state_out_of_obsidian_search_and_graph(tmp_path: Path) -> None:
-    fresh, created = init_vault(tmp_path / "fresh", "wikiwright", "wikiwright@localhost")
+    fresh, _ = init_vault(tmp_path / "fresh", "wikiwright", "wikiwright@localhost")
     settings = json.loads((fresh.root / ".obsidian" / "app.json").read_text())
     assert settings["userIgnoreFilters"] == ["raw/", ".wikiwright/"]
     assert init_vault(fresh.root, "wikiwright", "wikiwright@localhost")[1] == []  # a re-run changes nothing
