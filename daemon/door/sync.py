@@ -242,7 +242,7 @@ class Syncer:
             head = self.repo.head()
             if theirs is None or head == theirs or (head and self.remote.is_ancestor(theirs, head)):
                 return SyncReport("up-to-date", imported=imported)
-            imported += self._import_sources(self._ingests(theirs, head))
+            imported += self._import_sources(self._ingests(theirs, head), _undone_ingests(self.repo, theirs, head))
             base = self._merge_base(head, theirs) if head else None
             self._settle_person_edits(self._changed_paths(base, theirs))
             head = self.repo.head()
@@ -658,17 +658,24 @@ class Syncer:
 
 # -- the ledger from history ------------------------------------------------------------------
 
+def _undone_ingests(repo: GitRepo, *revs: str | None) -> set[str]:
+    """Ingest commits a sync merge undid as duplicates (``Wikiwright-Duplicate`` trailers)."""
+    args = [revs[0] or "HEAD", *(arg for rev in revs[1:] if rev for arg in ("--not", rev))] if revs else []
+    undone: set[str] = set()
+    for commit in repo.log(*args, "-F", f"--grep=Wikiwright-Operation: {OpKind.SYNC.value}"):
+        for item in commit.trailers.get("Wikiwright-Duplicate", "").split(","):
+            if item.strip():
+                undone.add(item.split()[0])
+    return undone
+
+
 def rebuild_ledger_sources(repo: GitRepo, ledger: Ledger) -> int:
     """Record every ingest in HEAD's history in ``ledger`` (a fresh clone, or a lost ledger).
 
     The oldest ingest of a content hash is its one ingest; ingests a sync merge marked as
     duplicates (``Wikiwright-Duplicate``) are skipped.
     """
-    undone: set[str] = set()
-    for commit in repo.log("-F", f"--grep=Wikiwright-Operation: {OpKind.SYNC.value}"):
-        for item in commit.trailers.get("Wikiwright-Duplicate", "").split(","):
-            if item.strip():
-                undone.add(item.split()[0])
+    undone = _undone_ingests(repo)
     syncer_sources: list[_Source] = []
     for commit in repo.log("-F", f"--grep=Wikiwright-Operation: {OpKind.INGEST.value}"):
         trailer = commit.trailers.get("Wikiwright-Source", "")
