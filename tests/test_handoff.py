@@ -104,7 +104,7 @@ def test_ready_before_the_model_loads_then_a_one_shot_ingest_goes_through_the_da
     stale.close()
     hold = tmp_path / "release-the-model-load"
     notify = NotifySocket(tmp_path / "notify.sock")
-    with ScriptedServer([ANSWER, ANSWER]) as server:
+    with ScriptedServer([], default=ANSWER) as server:
         env = {**os.environ, **server.env()}
         proc = start_daemon(root, {**env, "NOTIFY_SOCKET": str(notify.path),
                                    "WIKIWRIGHT_TEST_HOLD_MODEL_LOAD": str(hold)})
@@ -144,7 +144,7 @@ def test_ready_before_the_model_loads_then_a_one_shot_ingest_goes_through_the_da
         assert "queued" not in result.stdout
         assert len(ingest_commits(root)) == 2
         assert "raw/handed/handed.md: ingested" in daemon_log(proc)
-        assert server.remaining == 0
+        assert len(server.requests) >= 2  # both ingests called the model (in the daemon)
         # lint and consolidate are handed over too; their output streams back as they print it.
         lint = cli("lint", "--vault", str(root), env=env)
         assert lint.returncode in (0, 1) and lint.stdout, lint.stderr
