@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 from wikiwright.core.config import load_config
+from wikiwright.core.crashpoints import DOOR_POINTS
+from wikiwright.core.crashpoints import POINTS as CORE_POINTS
 from wikiwright.core.vault import Vault
 from wikiwright.door import Door, PageChange
 from wikiwright.door.init import init_vault
@@ -39,8 +41,7 @@ from wikiwright.upkeep.review import ReviewQueue
 from tests.helpers import git
 
 # The door's own points and the ones every write and commit pass (fsutil, vcs, ledger).
-POINTS = ("door-journal-saved", "after-temp-write", "after-rename", "door-after-index", "door-after-log",
-          "before-commit", "after-commit", "door-after-commit", "door-before-journal-clear", "after-ledger-update")
+POINTS = tuple(p for p in (*CORE_POINTS, *DOOR_POINTS) if p != "door-recovered")
 # Where a second crash lands while the first one is recovered.
 RECOVERY_POINTS = ("after-rename", "door-recovered")
 KINDS = ("ingest", "lint-fix", "review-approval", "review-rejection", "consolidate", "revert", "retract", "answer",

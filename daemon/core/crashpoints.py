@@ -22,6 +22,16 @@ POINTS = (
     "before-commit",
     "after-commit",
 )
+# The door's own steps (daemon/door): journal saved, index.md and log.md written, the commit
+# made and the ledger updated, and recovery done; swept per operation kind by test_door_crash.py.
+DOOR_POINTS = (
+    "door-journal-saved",
+    "door-after-index",
+    "door-after-log",
+    "door-after-commit",
+    "door-before-journal-clear",
+    "door-recovered",
+)
 
 
 def crash_point(name: str) -> None:
