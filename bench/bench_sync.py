@@ -100,6 +100,7 @@ def drop_to_page(base: Path, drops: int, interval: float) -> list[float]:
 def timed(action: object) -> float:
     started = time.perf_counter()
     action()  # type: ignore[operator]
+    sys.stdout.flush()
     return time.perf_counter() - started
 
 
@@ -136,6 +137,9 @@ def round_costs(base: Path, pages: int, repeats: int) -> list[tuple[str, float, 
 
     try:
         for n in range(repeats):
+            # The twin starts each repeat where B is (it is a bench clone: reset is fine there).
+            git(twin, "fetch", "-q", "origin")
+            git(twin, "reset", "-q", "--hard", "origin/main")
             rows["idle"][0].append(timed(syncer.round))
             rows["idle"][1].append(timed(lambda: git(twin, "fetch", "-q", "origin")))
             change_on_a(2 * n)
