@@ -287,6 +287,16 @@ def one_shot(vault: Path, docs: list[tuple[str, str]], env: dict[str, str], inbo
     return ours
 
 
+def cli_floor(env: dict[str, str], runs: int = 3) -> list[float]:
+    """Wall time of ``wikiwright --version``: what any one-shot command pays on this machine now."""
+    times = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "wikiwright", "--version"], env=env, capture_output=True, check=True)
+        times.append(time.perf_counter() - started)
+    return times
+
+
 def with_daemon(vault: Path, docs: list[tuple[str, str]], env: dict[str, str], inbox: Path) -> tuple[list[float], str]:
     log = open(vault.parent / "daemon.log", "w")  # noqa: SIM115 - held for the daemon's life
     proc = subprocess.Popen([sys.executable, "-m", "wikiwright", "run", "--vault", str(vault)], env=env,
@@ -342,7 +352,10 @@ def main() -> int:
             served = root / "cli-daemon"
             shutil.copytree(root / "snapshot", served, symlinks=True)
             handed, problem = with_daemon(served, docs[50:], env, inbox)
+            floor = cli_floor(env)
             print("\none-shot `wikiwright ingest`, docs 51-55, wall time excluding the model (s):")
+            print(f"  {'baseline: --version':<22} {' '.join(f'{s:6.2f}' for s in floor)}   "
+                  f"mean {statistics.mean(floor):.2f}  (a process that starts and exits, same run)")
             print(f"  {'without a daemon':<22} {' '.join(f'{s:6.2f}' for s in alone)}   "
                   f"mean {statistics.mean(alone):.2f}")
             if handed:
