@@ -23,7 +23,7 @@ DAEMON = "wikiwright"
 
 
 def _ingest(root: Path, *files: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return cli("ingest", "--vault", str(root), *map(str, files), env=env)
+    return cli("ingest", "--vault", str(root), *map(str, files), env=env, timeout=180)
 
 
 def _authors_of_line(root: Path, rel: str, needle: str) -> set[str]:

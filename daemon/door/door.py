@@ -520,7 +520,10 @@ class Operation:
     def _finish(self) -> None:
         door = self.door
         changed = self._pages_changed()
-        if changed or self.deleted or self._index_wanted:
+        index_too = bool(changed or self.deleted or self._index_wanted)
+        if self._touched or self._extra or self.always_log:
+            self.settle(["wiki/index.md", "wiki/log.md"] if index_too else ["wiki/log.md"])  # one git call
+        if index_too:
             door.catalog.refresh(sorted({*changed, *self.deleted}) or None)
             self._write_index()
         crash_point("door-after-index")
