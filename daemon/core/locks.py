@@ -1,62 +1,16 @@
-"""Locks: per-page locks (always taken in sorted order, so two ingests never deadlock) and
-the vault's write lock that serialises applying and committing across threads and processes."""
+"""Locks: the vault's write lock that serialises applying and committing across threads and
+processes (the door takes it around every operation), and the identity of a lock's holder."""
 
 from __future__ import annotations
 
 import fcntl
 import os
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from ..core.rootguard import check_path
-
-
-class PageLocks:
-    """One lock per page name, made on first use and dropped when nobody holds or waits for it
-    (so a daemon that has touched 100,000 pages does not keep 100,000 locks)."""
-
-    def __init__(self) -> None:
-        self._guard = threading.Lock()
-        self._locks: dict[str, threading.Lock] = {}
-        self._users: dict[str, int] = {}
-
-    def _checkout(self, page: str) -> threading.Lock:
-        with self._guard:
-            self._users[page] = self._users.get(page, 0) + 1
-            return self._locks.setdefault(page, threading.Lock())
-
-    def _checkin(self, page: str) -> None:
-        with self._guard:
-            self._users[page] -= 1
-            if not self._users[page]:
-                del self._users[page]
-                del self._locks[page]
-
-    def __len__(self) -> int:
-        with self._guard:
-            return len(self._locks)
-
-    @contextmanager
-    def hold(self, pages: Iterable[str]) -> Iterator[None]:
-        ordered = sorted(set(pages))
-        taken: list[tuple[str, threading.Lock]] = []
-        try:
-            for page in ordered:
-                lock = self._checkout(page)
-                try:
-                    lock.acquire()
-                except BaseException:
-                    self._checkin(page)
-                    raise
-                taken.append((page, lock))
-            yield
-        finally:
-            for page, lock in reversed(taken):
-                lock.release()
-                self._checkin(page)
-
 
 # -- the vault's write lock ----------------------------------------------------------------
 

@@ -505,11 +505,6 @@ class GitRepo:
         except git.GitCommandError:
             return None
 
-    def is_tracked_clean(self, path: str) -> bool:
-        """True when ``path`` has no uncommitted changes (staged or not) against HEAD."""
-        out = self.run("status", "--porcelain", "--", path)
-        return not out.strip()
-
     def fsck(self) -> tuple[bool, str]:
         """``git fsck --full``, after any gc another process started has finished (hold the
         vault's write lock around it, so the daemon's own housekeeping cannot start meanwhile)."""
