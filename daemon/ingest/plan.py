@@ -125,7 +125,7 @@ class OfflinePlanner:
             self.config.ingest.summary_sentences, self.config.ingest.key_points,
         )
         title = clean_line(summary.title).text or "untitled"
-        terms = extract_terms(summary.body, summary.title, summary.sentences)
+        terms = extract_terms(summary.body, summary.title, summary.sentences, known=self.terms.known)
         mentioned = self.catalog.mentioned_pages(summary.body, exclude={page})[:40]
         shared = self.concepts.plan(stem, title, terms, summary.sentences, today, mentioned)
         text = render_source_page(

@@ -18,6 +18,7 @@ import re
 import sqlite3
 import threading
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,7 +38,7 @@ _NAME_RE = re.compile(
 _TECH_RE = re.compile(r"(?<![\w./-])([a-z][a-z0-9]*(?:[0-9][a-z0-9]*|-[a-z0-9]+)*[0-9][a-z0-9]*)(?![\w/])")
 _HEADING_RE = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$", re.MULTILINE)
 _DEFINES_RE = (r"\s*(?:\([^)]{0,60}\)\s*)?(?:,[^,]{0,60},\s*)?"
-               r"(?:is|are|was|refers to|means|provides|stands for|—|–|-|:)\s")
+               r"(?:is|are|was|refers to|means|stands for|—|–|-|:)\s")
 
 # Capitalised words that start sentences or headings without naming anything.
 _CAPITAL_NOISE = frozenset("""
@@ -194,31 +195,44 @@ def _main_headings(body: str) -> list[str]:
     return found
 
 
-def extract_terms(body: str, title: str, sentences: list[str], limit: int = MAX_TERMS) -> list[Term]:
+def extract_terms(body: str, title: str, sentences: list[str], limit: int = MAX_TERMS,
+                  known: Callable[[list[str]], set[str]] | None = None) -> list[Term]:
     """The source's candidate entities and concepts, most salient first.
 
     Only terms that occur in one of the main-content ``sentences`` are kept, with that sentence:
-    a term page always quotes where each source mentions it.
+    a term page always quotes where each source mentions it. ``known``: which of these keys
+    earlier sources already established as names (a capitalised word that only opens sentences
+    here is still that name: "Memcheck reports were clean").
     """
+    deferred: dict[str, tuple[str, str, float]] = {}
     # Sentences in capitals are licence disclaimers or banners, not prose that names things.
     sentences = [s for s in sentences if not _shouting(s)]
     prose = " ".join(sentences)
     tokens = Counter(re.findall(r"[\w+#-]+", prose))
+    # Capitalised mid-sentence: how a proper name shows itself ("we ran Valgrind"), unlike a
+    # word capitalised only because it opens a sentence, a list item or a heading ("Format").
+    mid = Counter(word for s in sentences for word in re.findall(r"[\w+#-]+", s)[1:] if word[:1].isupper())
     counts: Counter[str] = Counter()
     labels: dict[str, Counter[str]] = {}
     kinds: dict[str, str] = {}
     bonus: dict[str, float] = {}
 
-    def add(label: str, kind: str, weight: float = 1.0) -> None:
+    def add(label: str, kind: str, weight: float = 1.0, from_title: bool = False) -> None:
         label = " ".join(label.split()).strip(".,;:()[]'\"`*_")
         if not _good_label(label):
             return
         key = term_key(label)
         if not key or is_generic_title(key):
             return
-        if " " not in label and label[:1].isupper() and not _name_shaped(label) \
-                and tokens[label.lower()] >= tokens[label]:
-            return  # "Drop", "Closes", "Default": as often a plain word as a capitalised one
+        if " " not in label and not _name_shaped(label):
+            if label[:1].isupper() and (not mid[label] or tokens[label.lower()] >= tokens[label]):
+                # "Drop", "Format", "Default": a plain word that opened a sentence or heading,
+                # unless an earlier source established it as a name.
+                if tokens[label.lower()] < tokens[label]:
+                    deferred.setdefault(key, (label, kind, weight))
+                return
+            if label[:1].islower() and not (from_title and tokens[label] >= 3):
+                return  # a lower-case word is a name only when the title names it ("bash README")
         counts[key] += 1
         labels.setdefault(key, Counter())[label] += 1
         kinds.setdefault(key, kind)
@@ -242,11 +256,18 @@ def extract_terms(body: str, title: str, sentences: list[str], limit: int = MAX_
         add(heading, "concept", 2.0)
     for word in re.findall(_WORD, title):
         if word.casefold() not in _STOPWORDS and len(word) > 2:
-            add(word, "entity" if word[:1].isupper() or re.search(r"\d", word) else "concept", 2.0)
+            add(word, "entity" if word[:1].isupper() or re.search(r"\d", word) else "concept", 2.0, from_title=True)
     for rank, phrase in enumerate(_keyphrases(prose)):
         if _good_keyphrase(phrase):
             add(phrase, "concept" if phrase.islower() else "entity", 2.0 - rank * 0.05)
 
+    if deferred and known is not None:
+        for key in known(sorted(deferred)):
+            label, kind, weight = deferred[key]
+            counts[key] += 1
+            labels.setdefault(key, Counter())[label] += 1
+            kinds.setdefault(key, kind)
+            bonus[key] = bonus.get(key, 0.0) + weight
     ranked = sorted(counts, key=lambda k: (-(counts[k] + bonus.get(k, 0.0)), k))[: limit * 3]
     ranked = _drop_contained(ranked, labels, prose.casefold())
     folded_sentences = [s.casefold() for s in sentences]
@@ -359,6 +380,15 @@ class TermIndex:
     def source_count(self, key: str) -> int:
         with self._lock:
             return int(self._db.execute("SELECT count(*) FROM mentions WHERE key=?", (key,)).fetchone()[0])
+
+    def known(self, keys: list[str]) -> set[str]:
+        """Those of ``keys`` that some source already recorded."""
+        if not keys:
+            return set()
+        with self._lock:
+            marks = ",".join("?" * len(keys))
+            rows = self._db.execute(f"SELECT key FROM terms WHERE key IN ({marks})", keys).fetchall()
+        return {str(r[0]) for r in rows}
 
     def page_of(self, key: str) -> str:
         with self._lock:

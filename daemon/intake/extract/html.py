@@ -167,6 +167,19 @@ def html_title(markup: str) -> str:
     return " ".join(htmllib.unescape(re.sub(r"<[^>]+>", "", match.group(1))).split()) if match else ""
 
 
+def _real_h1_only(found: str, markup: str) -> str:
+    """A ``# …`` line is a level-1 heading only when the page has that ``<h1>``; otherwise it
+    came from code or text ("# define file ID mapping") and is escaped."""
+    h1s = {" ".join(htmllib.unescape(re.sub(r"<[^>]+>", "", m)).split()).casefold()
+           for m in re.findall(r"<h1[^>]*>(.*?)</h1\s*>", markup, re.IGNORECASE | re.DOTALL)}
+
+    def keep(match: re.Match[str]) -> str:
+        text = " ".join(match.group(1).replace("\\", "").split()).strip("#").strip().casefold()
+        return match.group(0) if text in h1s else "\\" + match.group(0)
+
+    return re.sub(r"^# (.*)$", keep, found, flags=re.MULTILINE)
+
+
 def html_to_markdown(markup: str) -> tuple[str, str]:
     """(main content as markdown, the page's <title>)."""
     title = html_title(markup)
@@ -183,6 +196,6 @@ def html_to_markdown(markup: str) -> tuple[str, str]:
             log.warning("trafilatura could not read a page (%s); using the built-in reader", exc)
             found = None
         if found and len(found.strip()) >= 40:
-            return found.strip(), title
+            return _real_h1_only(found.strip(), markup), title
     body, parsed_title = html_to_markdown_stdlib(markup)
     return body, title or parsed_title
