@@ -104,14 +104,16 @@ def test_exactly_one_commit_per_ingest_with_trailers(services: Services) -> None
         page = f"wiki/sources/src-{Path(name).stem}.md"
         digest = hashlib.sha256(text.encode()).hexdigest()
         assert fields["Wikiwright-Source"] == f"raw/{name} sha256:{digest}"
-        assert fields["Wikiwright-Pages"] == page
+        # The source page, and the overview whose generated block lists the newest sources.
+        assert fields["Wikiwright-Pages"].split(", ")[0] == page
+        assert set(fields["Wikiwright-Pages"].split(", ")) <= {page, "wiki/overview.md"}
         assert fields["Wikiwright-Engine"] == "offline"
         assert fields["Wikiwright-Operation"] == "ingest"
         files = git(root, "show", "--name-only", "--format=", sha).split()
         # The source itself is in its ingest's commit (the first one also adds the daemon's
         # .gitignore section that keeps the rest of raw/ out of git).
-        assert sorted(f for f in files if f != ".gitignore") == sorted([page, "wiki/index.md", "wiki/log.md",
-                                                                         f"raw/{name}"])
+        expected = {page, "wiki/index.md", "wiki/log.md", f"raw/{name}"}
+        assert expected <= set(files) <= {*expected, ".gitignore", "wiki/overview.md"}
         assert git(root, "log", "-1", "--format=%an <%ae>", sha).strip() == "wikiwright <wikiwright@localhost>"
     assert git(root, "status", "--porcelain", "--", "wiki") == ""
     assert_fsck_clean(root)
