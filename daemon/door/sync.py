@@ -636,8 +636,9 @@ class Syncer:
                     present[path] = f"{mode} {blob}\t{path}"
             lines += [present.get(path, f"0 {_ZERO}\t{path}") for path in chunk]
         try:
+            # No `update-index --refresh` (it stats every file of a large wiki): the few entries
+            # written here have no stat data, so git re-reads just those files once.
             self.repo._with_lock_retry(lambda: _update_index_text(self.repo, lines, None))
-            self.repo._with_lock_retry(lambda: self.repo.run("update-index", "-q", "--refresh"))
         except (git.GitCommandError, WikiwrightError) as exc:
             log.warning("sync: merged, but the git index could not be updated yet: %s", exc)
 
