@@ -318,7 +318,8 @@ class Operation:
         if worktree != ours or disk_now != base:
             # A person typed in the file since it was settled: recovery must be able to put back
             # exactly what it held, so those bytes go into the object store first.
-            if disk_now is not None and change.disk_before is None:
+            first = rel not in self._touched  # recovery puts back what was there before the operation
+            if first and disk_now is not None and change.disk_before != git_blob_id(disk_now):
                 change.disk_before = self.door.repo.store_bytes(disk_now)
             change.disk_after = git_blob_id(worktree) if worktree is not None else None
         self.door.journal.save(self._entry)
