@@ -165,6 +165,22 @@ def test_page_merge_keeps_both_machines_claims_and_reapplies_supersession(vault)
     assert any("Intro from here." in ours_lines for ours_lines, _ in clash.hunks)
 
 
+def test_overview_keeps_one_generated_block_and_both_sides_text(vault) -> None:
+    from wikiwright.door.sync import _merge_overview
+
+    start = "<!-- wikiwright:overview:start (kept by wikiwright from the wiki; edit outside this block) -->"
+    end = "<!-- wikiwright:overview:end -->"
+
+    def page(block: str, *extra: str) -> str:
+        return "---\ntype: overview\n---\n\n# Overview\n\n" + "".join(f"{x}\n" for x in extra) + \
+            f"{start}\n{block}\n{end}\n"
+
+    merged = _merge_overview(GitRepo(vault.root), page("3 sources"), page("5 sources", "Mine."),
+                             page("4 sources", "Theirs."))
+    assert merged.count(start) == 1 and merged.count(end) == 1 and "4 sources" in merged
+    assert "Mine." in merged and "Theirs." in merged and not MARKER_RE.search(merged)
+
+
 # -- two daemons, one remote ------------------------------------------------------------------
 
 def test_two_daemons_share_one_wiki(world: tuple[Path, Machine, Machine], isolated_env: dict[str, str]) -> None:

@@ -23,7 +23,8 @@ conflicts are resolved by what each file is, and only then are the changed files
 each only where it still holds HEAD's bytes, so nothing a person typed is overwritten:
 
 - ``wiki/index.md`` is rebuilt from the merged pages (the person's text around the generated
-  block merged like any text); ``wiki/log.md``, ``wiki/overview.md``, ``REVIEW.md``,
+  block merged like any text); overview.md keeps the remote's generated block (this machine's
+  next ingest rebuilds it) and both sides' text around it; ``wiki/log.md``, ``REVIEW.md``,
   ``.gitignore`` and daily logs keep both sides' lines (they only grow);
 - pages merge by front matter key, by claim and by text (``wiki/pagemerge.py``); lines both
   machines changed keep the remote's version on the page and this machine's in REVIEW.md;
@@ -80,7 +81,11 @@ JOURNAL_FILE = "sync-journal.json"
 MAX_BACKOFF = 300.0
 PUSH_ATTEMPTS = 3
 # Files that only grow: both sides' lines are kept.
-_UNION = ("wiki/overview.md", "REVIEW.md", ".gitignore")
+_UNION = ("REVIEW.md", ".gitignore")
+# overview.md's generated block (ingest/concepts.py keeps it): the remote's version stands in a
+# merge until this machine's next ingest rebuilds it; the text around it keeps both sides.
+_OVERVIEW_START = "<!-- wikiwright:overview:start"
+_OVERVIEW_END = "<!-- wikiwright:overview:end -->"
 _ZERO = "0" * 40
 
 
@@ -359,6 +364,8 @@ class Syncer:
             return theirs, note
         if path == "wiki/index.md":
             return _merge_index(self.repo, b, o, t).encode("utf-8"), None
+        if path == "wiki/overview.md":
+            return _merge_overview(self.repo, b, o, t).encode("utf-8"), None
         if path == "wiki/log.md" or (path.startswith("logs/") and path.endswith(".md")):
             return _merge_appended(self.repo, b, o, t).encode("utf-8"), None
         if path in _UNION:
@@ -713,6 +720,24 @@ def _merge_index(repo: GitRepo, base: str, ours: str, theirs: str) -> str:
     if merged.count(INDEX_START) > 1 or merged.count(INDEX_END) > 1:
         return outside(theirs)
     return merged
+
+
+def _merge_overview(repo: GitRepo, base: str, ours: str, theirs: str) -> str:
+    """overview.md: the person's text around the generated block keeps both sides' lines; the
+    block is the remote's (this machine's next ingest rebuilds it)."""
+    def split(text: str) -> tuple[str, str]:
+        start, end = text.find(_OVERVIEW_START), text.find(_OVERVIEW_END)
+        if start == -1 or end < start:
+            return text, ""
+        end += len(_OVERVIEW_END)
+        return text[:start] + _OVERVIEW_START + "\n" + text[end:], text[start:end]
+
+    (b, _), (o, o_block), (t, t_block) = split(base), split(ours), split(theirs)
+    merged, _clean = merge_file(repo, b, o, t, "union")
+    block = t_block or o_block
+    if merged.count(_OVERVIEW_START) != 1:
+        return theirs
+    return merged.replace(_OVERVIEW_START + "\n", block, 1) if block else merged.replace(_OVERVIEW_START + "\n", "", 1)
 
 
 def _merge_appended(repo: GitRepo, base: str, ours: str, theirs: str) -> str:
