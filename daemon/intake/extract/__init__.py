@@ -158,6 +158,15 @@ def read_source(path: Path, data: bytes) -> SourceText:
             pass
     if suffix in MARKDOWN_SUFFIXES:
         return SourceText(text, encoding, "markdown")
+    if _looks_markdown(text):  # markdown kept in a .txt (or name-less) file
+        return SourceText(atx_headings(text), encoding, "text")
     # In plain text a line starting with "#" is a comment ("# Older entries were removed"), not a
     # heading: escaped, it reads the same and never becomes a title.
     return SourceText(atx_headings(escape_hash_lines(text)), encoding, "text")
+
+
+def _looks_markdown(text: str) -> bool:
+    """Text that opens with a ``# Title`` or uses markdown's other marks (``##`` headings,
+    fences, links) is markdown, whatever its name."""
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    return bool(re.match(r"#{1,6} \S", first) or re.search(r"^(#{2,6} \S|```)|\]\(https?://", text, re.MULTILINE))
