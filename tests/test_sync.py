@@ -372,6 +372,10 @@ def test_a_round_killed_after_writing_files_is_undone_and_redone(world: tuple[Pa
     assert crashed.returncode != 0
     assert git(mb.root, "rev-parse", "HEAD") == head  # HEAD never moved
     assert (mb.vault.state / "sync-journal.json").exists()
+    # An ingest on B before the next sync round: its door first undoes the half-done merge, so
+    # the merged files are never committed as a person's edit.
+    mb.ingest("after-crash.md", source_text(4, "after the crash"))
+    assert not (mb.vault.state / "sync-journal.json").exists()
     mb.sync()
     assert (mb.root / "wiki" / "sources" / "src-from-a.md").exists()
     subjects = git(mb.root, "log", "--format=%an|%s").splitlines()

@@ -131,6 +131,12 @@ class Door:
         """Finish or undo the operation a crash interrupted (idempotent); what was done, in words."""
         with vault_write_lock(self.vault.state):
             self.repo.finish_index_sync()
+            if (self.vault.state / "sync-journal.json").exists():
+                # A sync round died between writing merged files and moving HEAD (or after):
+                # settle that first, or this operation would commit the merge as a person's edit.
+                from .sync import Syncer
+
+                Syncer(self.config, self.vault, self.ledger, self.catalog, self.repo).recover()
             entry = self.journal.load()
             if entry is None:
                 return None
