@@ -159,10 +159,13 @@ def test_title_rule() -> None:
     text = read_source(Path("README"), b"Zstandard\n=========\n\nFast compression.\n\nBuild\n-----\n\nRun make.\n")
     assert find_title(text.text, text.kind, text.doc_title, "README") == "Zstandard"
     # in plain text a line starting with "#" is a comment, never a title
-    comment = read_source(Path("changelog.Debian"), b"# Older entries have been removed from this changelog.\n\n"
-                                                   b"The parser was rewritten for speed.\n")
+    comment = read_source(Path("changelog.Debian"), b"The parser was rewritten for speed.\n\n"
+                                                   b"# Older entries have been removed from this changelog.\n")
     assert find_title(comment.text, comment.kind, comment.doc_title, "changelog.Debian") == "changelog.Debian"
-    assert split_sentences(comment.text)[0] == "# Older entries have been removed from this changelog."
+    assert split_sentences(comment.text)[1] == "# Older entries have been removed from this changelog."
+    # ... while a .txt note that opens with "# Title" is markdown
+    note = read_source(Path("note.txt"), b"# Parser rewrite\n\nThe parser was rewritten for speed.\n")
+    assert find_title(note.text, note.kind, note.doc_title, "note") == "Parser rewrite"
     # an HTML page whose first heading is the site's banner takes the page's own name from <title>
     assert find_title("# Node.js documentation\n\n## File system\n", "html",
                       "File system | Node.js documentation", "fs") == "File system"

@@ -169,4 +169,5 @@ def _looks_markdown(text: str) -> bool:
     """Text that opens with a ``# Title`` or uses markdown's other marks (``##`` headings,
     fences, links) is markdown, whatever its name."""
     first = next((line for line in text.splitlines() if line.strip()), "")
-    return bool(re.match(r"#{1,6} \S", first) or re.search(r"^(#{2,6} \S|```)|\]\(https?://", text, re.MULTILINE))
+    title_first = bool(re.match(r"#{1,6} \S", first)) and not first.rstrip().endswith((".", ";"))
+    return bool(title_first or re.search(r"^(#{2,6} \S|```)|\]\(https?://", text, re.MULTILINE))
