@@ -309,9 +309,11 @@ def test_remote_unreachable_then_back(world: tuple[Path, Machine, Machine], tmp_
     assert report.state == "offline" and "cannot be reached" in report.detail, report
     status = ww(ma.root, sync_env(isolated_env), "status")
     assert "3 commits not pushed" in status.stdout and "waits:" in status.stdout, status.stdout
+    # The daemon's job backs off while the remote is away (a person's `wikiwright sync` does not).
+    assert not ma.syncer.due() and ma.syncer.state()["failures"] == 1
     away.rename(remote)
-    ma.syncer._save(next_try=0)  # the backoff would wait; the test does not
     ma.sync()
+    assert ma.syncer.state()["failures"] == 0 and not ma.syncer.state()["waiting"]
     mb.sync()
     for n in range(3):
         assert (mb.root / "wiki" / "sources" / f"src-offline-{n}.md").exists()
