@@ -200,20 +200,6 @@ class Pipeline:
         self.ledger.release(record, str(exc), APPROVAL_RECHECK_SECONDS)
         return JobResult(record.path, "pending", str(exc))
 
-    def _renamed(self, record: FileRecord, original: SourceRecord) -> JobResult:
-        """The ingested bytes under a new name, the old name gone: a rename, not a duplicate.
-        The ledger moves the source to its new name; git records the move (when it tracked
-        the source) in one commit."""
-        tracked = bool(self.repo.run("ls-files", "--", disk_name(original.path)).strip())
-        if tracked:
-            with self.door.operation(OpKind.INGEST, f"{original.path} renamed to {record.path}",
-                                     today=self.clock()) as op:
-                op.add_paths([disk_name(original.path)])
-                include_source(op, record, self.config.git.commit_raw_max_bytes)
-                op.details.append(f"`{original.path}` renamed to `{record.path}` (sha256 {record.sha256[:16]})")
-        self.ledger.finish_renamed(record, original)
-        return JobResult(record.path, "ingested", f"renamed from {original.path}", original.commit_sha, original.page)
-
     def _check_repository(self) -> None:
         problem = self.repo.problem()
         if problem:
