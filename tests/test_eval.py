@@ -52,3 +52,29 @@ def test_a_broken_reply_script_scores_below_100_percent() -> None:
 
 def _named(reply: dict[str, Any], story: dict[str, Any]) -> str:
     return next((name for name, r in story["replies"].items() if r["title"] == reply.get("title")), "")
+
+
+def test_eval_against_a_model_that_never_answers_scores_it_and_fails(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    # A configured model nobody serves (a closed port): every source waits for the model. The
+    # story's retraction has nothing to retract; the scorecard says why, and the command fails.
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    monkeypatch.setenv("WIKIWRIGHT_LLM_MODEL", "openai/gpt-4o-mini")
+    monkeypatch.setenv("WIKIWRIGHT_LLM_API_BASE", f"http://127.0.0.1:{port}/v1")
+    monkeypatch.setenv("WIKIWRIGHT_LLM_TIMEOUT", "5")
+    monkeypatch.setenv("WIKIWRIGHT_LLM_MAX_RETRIES", "0")
+    assert main(["eval", "--json"]) == 1
+    captured = capsys.readouterr()
+    card = json.loads(captured.out)
+    assert [s["state"] for s in card["sources"]] == ["pending"] * 5
+    assert all(s["reason"] for s in card["sources"])
+    checks = {c["name"]: c for c in card["checks"]}
+    assert checks["retracted (draft-faq.md)"]["passed"] == 0
+    assert "not ingested" in checks["retracted (draft-faq.md)"]["detail"]
+    assert checks["sources ingested"]["passed"] == 0 and "pending" in checks["sources ingested"]["detail"]
+    assert card["score"] < 100.0
+    assert "the model did not answer for 5 of 5 sources" in captured.err

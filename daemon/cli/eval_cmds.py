@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from .common import AddParser, command, emit_json, setup_logging
 
@@ -32,5 +33,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
         emit_json(card.to_json())
     else:
         print(card.render())
+    waiting = [r for r in card.sources if r.state == "pending"]
+    if waiting:  # the engine never answered (unreachable, no key): a failure, whatever the threshold
+        print(f"wikiwright: the model did not answer for {len(waiting)} of {len(card.sources)} sources: "
+              f"{waiting[0].reason}", file=sys.stderr)
+        return 1
     threshold = args.min_score if args.min_score is not None else (100.0 if scripted else None)
     return 1 if threshold is not None and card.score < threshold - 1e-9 else 0

@@ -87,6 +87,7 @@ class SourceRun:
     seconds: float = 0.0
     model_seconds: float = 0.0
     cost_usd: float = 0.0
+    reason: str = ""  # why a source did not end ingested (the model unreachable, a reply refused)
 
 
 @dataclass
@@ -268,6 +269,19 @@ def _held(vault: Any) -> list[dict[str, str]]:
     return held
 
 
+def _not_ingested(runs: list[SourceRun]) -> str:
+    """The sources that did not end ingested, grouped by state and reason (an unreachable model
+    gives every source the same reason: said once)."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for r in runs:
+        if r.state != "ingested":
+            reason = r.reason.removeprefix("waiting for the model: ")
+            reason = re.sub(r"^model calls paused \d+s more: ", "", reason)
+            groups.setdefault((r.state, reason[:300]), []).append(r.source)
+    return "; ".join(f"{', '.join(names)}: {state}" + (f" — {reason}" if reason else "")
+                     for (state, reason), names in groups.items())
+
+
 # -- running ----------------------------------------------------------------------------------------
 
 def _usage(costs: CostLedger, after_id: int) -> tuple[int, list[tuple[Any, ...]]]:
@@ -318,11 +332,16 @@ def _tell(config: Config, vault: Any, story: dict[str, Any], card: Scorecard) ->
         last_call = 0
         conflicts: list[set[str]] | None = None
         quotes: Check | None = None
+        retract_skipped = False
         for step in story["steps"]:
             if "retract" in step:
                 card.held = _held(vault)
                 quotes = _quote_check(vault, card.held, texts)
-                retract_source(door, f"raw/{step['retract']}", reason="eval: the story retracts it")
+                retracted = door.ledger.get_file(f"raw/{step['retract']}")
+                if retracted is not None and retracted.state == "ingested":
+                    retract_source(door, f"raw/{step['retract']}", reason="eval: the story retracts it")
+                else:  # its ingest failed (scored below): there is nothing to retract, nothing to crash on
+                    retract_skipped = True
                 continue
             name = step["source"]
             path = vault.raw / name
@@ -334,9 +353,12 @@ def _tell(config: Config, vault: Any, story: dict[str, Any], card: Scorecard) ->
                 states.append(result.state)
             seconds = time.perf_counter() - t0
             last_call, rows = _usage(costs, last_call)
+            record = door.ledger.get_file(f"raw/{name}")
+            state = record.state if record is not None else (states[-1] if states else "none")
             card.sources.append(SourceRun(
-                name, states[-1] if states else "none", len(rows), sum(r[1] for r in rows), sum(r[2] for r in rows),
-                round(seconds, 3), round(sum(r[4] for r in rows), 3), round(sum(r[3] for r in rows), 6)))
+                name, state, len(rows), sum(r[1] for r in rows), sum(r[2] for r in rows),
+                round(seconds, 3), round(sum(r[4] for r in rows), 3), round(sum(r[3] for r in rows), 6),
+                "" if state == "ingested" or record is None else record.reason))
             if name == expect["conflicts"]["after"]:
                 conflicts = _conflict_findings(door, config)
         if quotes is None:
@@ -351,14 +373,15 @@ def _tell(config: Config, vault: Any, story: dict[str, Any], card: Scorecard) ->
             left = sorted({p for p, c in claims if gone.search(_text(c)) and c.is_current})
             after = _conflict_findings(door, config)
             card.checks.append(Check(
-                f"retracted ({retraction['source']})", int(not left) + int(not after), 2,
-                "; ".join(x for x in (f"still current on {', '.join(left)}" if left else "",
+                f"retracted ({retraction['source']})", 0 if retract_skipped else int(not left) + int(not after), 2,
+                "; ".join(x for x in ("not ingested, so not retracted" if retract_skipped else "",
+                                      f"still current on {', '.join(left)}" if left else "",
                                       f"{len(after)} conflict(s) left" if after else "") if x)))
         card.checks.append(_citation_check(vault.wiki, claims))
         card.checks.append(quotes)
         ingested = [r for r in card.sources if r.state == "ingested"]
         card.checks.append(Check("sources ingested", len(ingested), len(card.sources),
-                                 ", ".join(f"{r.source}: {r.state}" for r in card.sources if r not in ingested)))
+                                 _not_ingested(card.sources)))
         planner.client.close()
     finally:
         costs.close()
