@@ -477,6 +477,60 @@ def obsidiantools_check(vault_root: Path, cache: Path) -> dict[str, Any] | str:
             "isolated wiki pages (obsidiantools)": (len(isolated), isolated[:5])}
 
 
+PROBES = 20
+
+
+def growth(base: Path, corpus: Path, names: list[str], kinds: dict[str, str], scale: int) -> dict[str, Any]:
+    """The same probe documents ingested when the wiki holds 100 sources and again at ``scale``:
+    the same work at two wiki sizes, so the ratio is the growth (the rest of the corpus goes
+    in between, in a fixed shuffled order so no window is all PDFs or all changelogs)."""
+    import random
+
+    more = base / "scale"
+    shutil.rmtree(more, ignore_errors=True)
+    extra = build_scale(more, scale - len(names), set(names))
+    for name in names:
+        shutil.copyfile(corpus / name, more / name)
+    order = names + extra
+    random.Random(11).shuffle(order)
+    probes, rest = order[:PROBES], order[PROBES:]
+    for tag in ("early", "late"):  # a probe's copies differ by one line: new sources, same work
+        for name in probes:
+            data = (more / name).read_bytes()
+            marker = f"\n\nProbe copy ({tag}).\n".encode()
+            (more / f"{tag}-{name}").write_bytes(data + marker if kinds.get(name, "text") in ("text", "man") else data)
+    probes = [p for p in probes if kinds.get(p, "text") in ("text", "man")][:PROBES]
+    run = Run(base / "grown")
+    run.ingest(more, rest[: 100 - len(probes)])
+    plan_mark = len(run.plan_seconds)
+    early = run.ingest(more, [f"early-{p}" for p in probes])
+    early_plan = run.plan_seconds[plan_mark:]
+    run.ingest(more, rest[100 - len(probes): scale - 2 * len(probes)])
+    plan_mark = len(run.plan_seconds)
+    late = run.ingest(more, [f"late-{p}" for p in probes])
+    late_plan = run.plan_seconds[plan_mark:]
+    total = len(list(run.vault.sources_dir.glob("*.md")))
+    rows: dict[str, Any] = {
+        "sources in the wiki at the end": total,
+        "pages in the wiki at the end": len(list(run.vault.wiki.rglob("*.md"))),
+        f"probe sources ({len(probes)}) at ~100 sources: s per source, mean (read+plan+write+commit)":
+            f"{statistics.mean(early):.3f}",
+        f"the same probes at ~{scale} sources: s per source, mean": f"{statistics.mean(late):.3f}",
+        f"growth 100 → {scale} (ratio)": f"{statistics.mean(late) / statistics.mean(early):.2f}",
+        "offline engine's plan only, at ~100 / at the end (mean s)":
+            f"{statistics.mean(early_plan):.3f} / {statistics.mean(late_plan):.3f}",
+        "plan growth (ratio)": f"{statistics.mean(late_plan) / statistics.mean(early_plan):.2f}",
+    }
+    every = {**kinds, **dict.fromkeys(extra, "text")}
+    every.update({f"{tag}-{p}": "text" for tag in ("early", "late") for p in probes})
+    quality_rows = quality(run, every)
+    for key in ("source pages linking to a shared concept/entity page", "links the source's own text does not back",
+                "generic-title pages used as link targets", "concept/entity pages"):
+        rows[key] = quality_rows[key]
+    rows.update(graph_check(run.vault.wiki))
+    return rows
+
+
 def show(title: str, rows: dict[str, Any]) -> None:
     print(f"\n{title}\n")
     print("| measure | value |\n|---|---|")
@@ -489,11 +543,28 @@ def show(title: str, rows: dict[str, Any]) -> None:
             print(f"| {key} | {value} |")
 
 
+def quality_run(base: Path, corpus: Path, kinds: dict[str, str], use_obsidiantools: bool) -> None:
+    run = Run(base / "mixed")
+    took = run.ingest(corpus, sorted(kinds))
+    rows = quality(run, kinds)
+    rows.update(graph_check(run.vault.wiki))
+    if use_obsidiantools:
+        checked = obsidiantools_check(run.vault.root, Path(tempfile.gettempdir()))
+        if isinstance(checked, str):
+            rows["obsidiantools"] = checked
+        else:
+            rows.update(checked)
+    rows["ingest seconds per source (median, read+plan+write+commit)"] = f"{statistics.median(took):.3f}"
+    rows["of which the offline engine's plan (median)"] = f"{statistics.median(run.plan_seconds):.3f}"
+    show(f"Quality on {len(kinds)} real documents (offline engine)", rows)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--scale", type=int, default=1000, help="sources in the growth run (0: skip it)")
     parser.add_argument("--keep", type=Path, help="keep the vaults and the corpus in this folder")
     parser.add_argument("--no-obsidiantools", action="store_true", help="only the built-in graph check")
+    parser.add_argument("--growth-only", action="store_true", help="skip the quality run on the mixed corpus")
     args = parser.parse_args()
     base = args.keep or Path(tempfile.mkdtemp(prefix="ww-corpus-"))
     base.mkdir(parents=True, exist_ok=True)
@@ -504,48 +575,11 @@ def main() -> int:
     kinds = build_mixed(corpus)
     mix = ", ".join(f"{k} {v}" for k, v in sorted(Counter(kinds.values()).items()))
     print(f"corpus: {len(kinds)} documents from this machine ({mix})")
-    run = Run(base / "mixed")
-    took = run.ingest(corpus, sorted(kinds))
-    rows = quality(run, kinds)
-    rows.update(graph_check(run.vault.wiki))
-    if not args.no_obsidiantools:
-        checked = obsidiantools_check(run.vault.root, Path(tempfile.gettempdir()))
-        if isinstance(checked, str):
-            rows["obsidiantools"] = checked
-        else:
-            rows.update(checked)
-    rows["ingest seconds per source (median, read+plan+write+commit)"] = f"{statistics.median(took):.3f}"
-    rows["of which the offline engine's plan (median)"] = f"{statistics.median(run.plan_seconds):.3f}"
-    show(f"Quality on {len(kinds)} real documents (offline engine)", rows)
+    if not args.growth_only:
+        quality_run(base, corpus, kinds, not args.no_obsidiantools)
     if args.scale:
-        more = base / "scale"
-        shutil.rmtree(more, ignore_errors=True)
-        names = sorted(kinds)
-        extra = build_scale(more, args.scale - len(names), set(names))
-        for name in names:
-            shutil.copyfile(corpus / name, more / name)
-        order = names + extra
-        run2 = Run(base / "grown")
-        took2 = run2.ingest(more, order)
-        n = len(took2)
-        first, last = took2[:100], took2[max(100, n - 100):]
-        pfirst, plast = run2.plan_seconds[:100], run2.plan_seconds[max(100, n - 100):]
-        grow = {
-            "sources ingested": n,
-            "per source, sources 1-100 (mean s)": f"{statistics.mean(first):.3f}",
-            f"per source, sources {n - len(last) + 1}-{n} (mean s)": f"{statistics.mean(last):.3f}",
-            "growth 100 → 1,000 (ratio)": f"{statistics.mean(last) / statistics.mean(first):.2f}",
-            "offline engine's plan only, 1-100 (mean s)": f"{statistics.mean(pfirst):.3f}",
-            f"offline engine's plan only, {n - len(plast) + 1}-{n} (mean s)": f"{statistics.mean(plast):.3f}",
-            "plan growth (ratio)": f"{statistics.mean(plast) / statistics.mean(pfirst):.2f}",
-        }
-        q2 = quality(run2, {**kinds, **dict.fromkeys(extra, "text")})
-        grow["source pages linking to a shared concept/entity page"] = q2[
-            "source pages linking to a shared concept/entity page"]
-        grow["links the source's own text does not back"] = q2["links the source's own text does not back"]
-        grow["concept/entity pages"] = q2["concept/entity pages"]
-        grow.update(graph_check(run2.vault.wiki))
-        show(f"Growth: ingest time per source without a model, {n} sources", grow)
+        grow = growth(base, corpus, sorted(kinds), kinds, args.scale)
+        show(f"Growth: ingest time per source without a model, to {args.scale} sources", grow)
     print(json.dumps({"base": str(base)}))
     if not args.keep:
         shutil.rmtree(base, ignore_errors=True)

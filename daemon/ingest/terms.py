@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..core.secrets import REDACTED_RE
 from ..core.sqlitedb import open_db
 from ..ingest.offline import _STOPWORDS
 from ..ingest.textrules import is_generic_title, section_is_boilerplate
@@ -205,9 +206,10 @@ def extract_terms(body: str, title: str, sentences: list[str], limit: int = MAX_
     here is still that name: "Memcheck reports were clean").
     """
     deferred: dict[str, tuple[str, str, float]] = {}
-    # Sentences in capitals are licence disclaimers or banners, not prose that names things.
+    # Sentences in capitals are licence disclaimers or banners, not prose that names things; a
+    # redacted secret's marker ("[REDACTED:jwt]") names nothing either.
     sentences = [s for s in sentences if not _shouting(s)]
-    prose = " ".join(sentences)
+    prose = REDACTED_RE.sub(" ", " ".join(sentences))
     tokens = Counter(re.findall(r"[\w+#-]+", prose))
     # Capitalised mid-sentence: how a proper name shows itself ("we ran Valgrind"), unlike a
     # word capitalised only because it opens a sentence, a list item or a heading ("Format").
@@ -238,7 +240,7 @@ def extract_terms(body: str, title: str, sentences: list[str], limit: int = MAX_
         kinds.setdefault(key, kind)
         bonus[key] = bonus.get(key, 0.0) + weight
 
-    for sentence in sentences:
+    for sentence in (REDACTED_RE.sub(" ", s) for s in sentences):
         for index, match in enumerate(_NAME_RE.finditer(sentence)):
             name = match.group(1)
             first_word = name.split()[0]
