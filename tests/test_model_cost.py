@@ -4,6 +4,10 @@ its outline and the sections that concern the wiki."""
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
+from typing import Any
+
 from wikiwright.ingest.cost import COSTLY_HEADING
 from wikiwright.runtime.status import gather
 from wikiwright.upkeep.review import ReviewQueue
@@ -21,7 +25,15 @@ LONG = "# Meeting archive\n\n" + "\n\n".join(
 
 
 def test_a_source_over_the_cost_bound_waits_in_review_until_ticked_then_is_ingested(services: Services) -> None:
-    with ScriptedServer([], default=reply(title="Meeting archive")) as server:
+    shown: list[str] = []  # what `status` says of the source at each model call
+
+    def answer(request: dict[str, Any]) -> dict[str, Any]:
+        with contextlib.closing(sqlite3.connect(services.vault.db_path)) as db:
+            shown.append(db.execute("SELECT state || ': ' || reason FROM files WHERE path='raw/archive.md'")
+                         .fetchone()[0])
+        return reply(title="Meeting archive")
+
+    with ScriptedServer(answer) as server:
         use_model(services, server, max_tokens_per_source=5000)
         services.drop("archive.md", LONG)
         results = services.drain()
@@ -51,6 +63,8 @@ def test_a_source_over_the_cost_bound_waits_in_review_until_ticked_then_is_inges
         results = services.drain()
     assert [r.state for r in results] == ["ingested"], results
     assert len(server.requests) == 4  # the whole source, in its parts
+    # Meanwhile status says how far it is, not the "waiting for a worker" it said before it started.
+    assert shown == [f"running: model call {n} of 4" for n in (1, 2, 3, 4)], shown
     assert services.vault.review_file.read_text(encoding="utf-8").count("`raw/archive.md`") == 1
 
 

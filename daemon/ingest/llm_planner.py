@@ -201,6 +201,8 @@ class ModelPlanner:
         cost = 0.0
         self.last_prompt_chars = []
         for index, part in enumerate(parts):
+            if len(parts) > 1:  # a long source: `status` says how far it is (a stale "waiting" is replaced)
+                self.ledger.note_progress(record, f"model call {index + 1} of {len(parts)}")
             system, user = self._prompt(record, page, part, index, len(parts), routing, workspace, today)
             self.last_prompt_chars.append(len(system) + len(user))
             reply = self._call(system, user)

@@ -216,6 +216,12 @@ class Ledger:
             )
             return cur.rowcount
 
+    def note_progress(self, record: FileRecord, message: str) -> None:
+        """What a running job is doing (a long source's model call N of M), shown by ``status``."""
+        with self._tx() as db:
+            db.execute("UPDATE files SET reason=?, updated_at=? WHERE path=? AND sha256=? AND state='running'",
+                       (message, time.time(), record.path, record.sha256))
+
     def release(self, record: FileRecord, message: str, delay: float) -> None:
         """A transient failure: back to pending, retried after ``delay`` seconds."""
         with self._tx() as db:
