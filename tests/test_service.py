@@ -56,7 +56,8 @@ def test_rendered_unit_passes_systemd_analyze_verify(tmp_path: Path, vault_name:
     assert "ignoring" not in result.stderr and "Unknown" not in result.stderr, result.stderr
     for line in ("Type=notify", "NotifyAccess=main", "WatchdogSec=120", "Restart=on-failure",
                  "Environment=PYTHONUNBUFFERED=1 LITELLM_LOCAL_MODEL_COST_MAP=True GIT_OPTIONAL_LOCKS=0",
-                 "EnvironmentFile=-%h/.config/wikiwright/env", "WantedBy=default.target", "TimeoutStopSec=90"):
+                 "EnvironmentFile=-%h/.config/wikiwright/env", "WantedBy=default.target", "TimeoutStopSec=90",
+                 "RestartPreventExitStatus=2 3 4"):
         assert line in text.splitlines()
     exec_line = next(line for line in text.splitlines() if line.startswith("ExecStart="))
     assert exec_line.startswith(f"ExecStart={os.path.abspath(sys.executable)} -m wikiwright run --vault ")
