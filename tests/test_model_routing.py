@@ -137,3 +137,24 @@ def test_the_budget_is_a_ceiling_not_a_target(services: Services) -> None:
     assert "Billing design note 7:" in prompt  # the paragraph the note is about
     assert "Billing design note 40:" not in prompt  # and not the rest of the page
     assert len(text) < budget * 0.4, len(text)
+
+
+ABBREVIATED_KEYS = [  # keys (and values) as people and models write them; each must reach the correction
+    ("payments-gw.rate-limit", "100 rps per client"),
+    ("PaymentsGateway.RateLimit", "100 requests per second"),
+    ("gateway.max-rps", "100 requests/s per client"),
+    ("payments-gateway.rate-lim", "100 req/s"),
+]
+
+
+def test_claims_whose_keys_use_abbreviations_or_camel_case_are_routed(services: Services) -> None:
+    for n, (key, value) in enumerate(ABBREVIATED_KEYS):
+        write_page(services, f"edge-{n}", f"Edge {n}",
+                   f"# Edge {n}\n\nStatic assets are cached at the edge.\n\n## Claims\n"
+                   f"- `{key}`: {value} (as of 2026-01-10, [[src-seed]])\n")
+    write_page(services, "search-service", "Search service",  # shares no key word: not routed
+               "# Search service\n\nIt indexes documents.\n\n## Claims\n"
+               "- `search.shard-count`: 100 shards (as of 2026-01-10, [[src-seed]])\n")
+    services.catalog.refresh()
+    routed = {hit.page for hit in services.catalog.claim_pages(CORRECTION, limit=50)}
+    assert routed == {f"edge-{n}" for n in range(len(ABBREVIATED_KEYS))}, routed

@@ -57,7 +57,7 @@ CREATE INDEX IF NOT EXISTS claim_terms_term ON claim_terms(term);
 CREATE INDEX IF NOT EXISTS claim_terms_claim ON claim_terms(claim);
 """
 # Bumped when a table above is added: an older catalogue is rebuilt once (it is a cache).
-CATALOG_VERSION = 1
+CATALOG_VERSION = 2  # 2: claim terms read camelCase and abbreviations
 _WORD_RE = re.compile(r"\w+", re.UNICODE)
 # Titles shorter than this are too common to link automatically.
 MIN_LINK_TITLE = 3
@@ -110,17 +110,32 @@ _CLAIM_STOPWORDS = frozenset({"a", "an", "and", "as", "at", "by", "for", "from",
                               "per", "the", "to", "with"})
 
 
+# camelCase and PascalCase keys (``RateLimit``, ``maxRPS``) are read as their words.
+_CAMEL_RE = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+# Abbreviations common in claim keys and values, read as the words they stand for on both sides
+# (a key's ``gw`` and a source's "gateway" meet at ``gateway``; ``rps`` at "requests per second").
+_ABBREVIATIONS: dict[str, tuple[str, ...]] = {
+    "gw": ("gateway",), "db": ("database",), "req": ("request",), "resp": ("response",),
+    "rps": ("request", "second"), "qps": ("query", "second"), "msg": ("message",), "env": ("environment",),
+    "prod": ("production",), "repo": ("repository",), "auth": ("authentication",), "cfg": ("configuration",),
+    "config": ("configuration",), "max": ("maximum",), "lim": ("limit",), "ttl": ("time", "live"),
+    "sec": ("second",), "ms": ("millisecond",), "mem": ("memory",), "svc": ("service",), "addr": ("address",),
+    "num": ("number",), "conn": ("connection",), "perf": ("performance",), "dept": ("department",),
+}
+
+
 def claim_terms(text: str) -> set[str]:
-    """The words a claim key or value is matched by: case-folded, a plural ``s`` dropped
-    (``logs`` finds ``log-retention``), very common words left out."""
-    found = set()
-    for word in _WORD_RE.findall(text.replace("_", " ")):
+    """The words a claim key or value is matched by: case-folded, camelCase split, a plural ``s``
+    dropped (``logs`` finds ``log-retention``), common abbreviations read as their words (``gw``
+    finds "gateway"), very common words left out."""
+    found: set[str] = set()
+    for word in _WORD_RE.findall(_CAMEL_RE.sub(" ", text.replace("_", " "))):
         word = word.casefold()
         if word in _CLAIM_STOPWORDS:
             continue
         if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
             word = word[:-1]
-        found.add(word)
+        found.update(_ABBREVIATIONS.get(word, (word,)))
     return found
 
 
