@@ -92,3 +92,34 @@ def test_config_env_keeps_what_shapes_the_configuration() -> None:
     env = {"HOME": "/h", "PATH": "/bin", "WIKIWRIGHT_LLM_MODEL": "m", "WIKIWRIGHT_VAULT": "/v",
            "WIKIWRIGHT_TEST_HOLD_MODEL_LOAD": "/x", "OPENAI_API_KEY": "k"}
     assert proto.config_env(env) == {"HOME": "/h", "WIKIWRIGHT_LLM_MODEL": "m"}
+
+
+def test_a_daemon_that_dies_before_answering_leaves_the_command_to_run_here(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import argparse
+    import threading
+
+    from wikiwright.cli.handoff import delegate
+    from wikiwright.door.init import init_vault
+
+    vault, _ = init_vault(tmp_path / "vault", "t", "t@localhost")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(proto.socket_path(vault.state)))
+    listener.listen(1)
+    requests: list[dict[str, Any]] = []
+
+    def die_after_reading() -> None:  # what a daemon killed mid-request looks like to the client
+        conn, _ = listener.accept()
+        with conn, conn.makefile("rb") as stream:
+            requests.append(proto.read_message(stream) or {})
+
+    thread = threading.Thread(target=die_after_reading, daemon=True)
+    thread.start()
+    try:
+        args = argparse.Namespace(command="status", vault=str(vault.root))
+        assert delegate(args, ["status"]) is None  # not an exit code: the command runs here
+    finally:
+        thread.join(timeout=10)
+        listener.close()
+    assert requests and requests[0]["argv"] == ["status"]
+    assert "the daemon stopped before answering; running the command here" in capsys.readouterr().err

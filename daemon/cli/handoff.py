@@ -89,8 +89,10 @@ def _stream(sock: Any, path: Path) -> int | None:
                 message = None
                 log.debug("control socket: %s", exc)
             if message is None:
-                if not received:
-                    return None  # the daemon went away before starting: run here
+                if not received:  # the daemon went away before answering: run here (nothing is lost)
+                    print("wikiwright: the daemon stopped before answering; running the command here",
+                          file=sys.stderr)
+                    return None
                 print("wikiwright: the daemon stopped before the command finished; "
                       "`wikiwright status` shows what is still queued", file=sys.stderr)
                 return 1
