@@ -215,3 +215,34 @@ def test_commands_that_need_no_model_never_import_litellm(tmp_path: Path) -> Non
     # status (run first) loads none of the heavy libraries; no command here loads litellm.
     assert seen[0]["loaded"] == [] and seen[1]["loaded"] == [], seen
     assert all("litellm" not in row["loaded"] for row in seen), seen
+
+
+def test_a_daemon_whose_model_cannot_load_tells_the_waiting_client_why(
+    tmp_path: Path, daemons: list[subprocess.Popen[str]]
+) -> None:
+    root = new_vault(tmp_path)
+    hold = tmp_path / "release-the-model-load"
+    with ScriptedServer([], default=ANSWER) as server:
+        # A model string litellm does not understand: found only once the daemon loads litellm.
+        env = {**os.environ, **server.env(model="not-a-provider-model"), "WIKIWRIGHT_TEST_HOLD_MODEL_LOAD": str(hold)}
+        proc = start_daemon(root, env)
+        daemons.append(proc)
+        wait_for(control_socket(root).exists, timeout=30, what="the control socket")
+        source = tmp_path / "note.md"
+        source.write_text(SOURCE)
+        client = subprocess.Popen([sys.executable, "-m", "wikiwright", "ingest", "--vault", str(root), str(source)],
+                                  env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            wait_for(lambda: "running `ingest` for a client" in daemon_log(proc), timeout=30, what="the handoff")
+            hold.touch()
+            _out, err = client.communicate(timeout=120)
+        finally:
+            if client.poll() is None:
+                client.kill()
+        assert client.returncode == 1
+        # Not a bare "the daemon is stopping": the client is told why, and the file stays queued.
+        assert "the daemon is stopping (llm.model 'not-a-provider-model' is not a model string" in err, err
+        assert proc.wait(timeout=60) != 0
+    status = cli("status", "--json", "--vault", str(root))
+    assert status.returncode == 0, status.stderr
+    assert [row["path"] for row in json.loads(status.stdout)["pending"]] == ["raw/note.md"]

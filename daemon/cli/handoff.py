@@ -276,6 +276,8 @@ def ingest_in_daemon(daemon: Any, given: list[Path]) -> int:
             print(line + f" [daemon pid {os.getpid()}]")
             bad += record.state == "quarantined"
         if waiting and daemon.stop_requested.wait(POLL_SECONDS):
-            print("wikiwright: the daemon is stopping; the rest stays queued for its next start", file=sys.stderr)
+            fatal = getattr(daemon, "fatal", None)  # why it stops when it was not asked to (a bad [llm] model)
+            print(f"wikiwright: the daemon is stopping{f' ({fatal})' if fatal else ''}; "
+                  "the rest stays queued for its next start", file=sys.stderr)
             return 1
     return 1 if bad or refused else 0
