@@ -37,15 +37,18 @@ class SecretShape:
     # every word, so they are kept off the lines that cannot hold one).
     hint: tuple[str, ...] = ()  # literal substrings, matched in lower case
     line_local: bool = False
+    # The value's group, checked by :func:`_is_placeholder` (an assignment in prose or a
+    # README that only names the setting, ``password=<your-password>``, holds no secret).
+    value_group: int = 0
 
     def hinted(self, lowered: str) -> bool:
         return not self.hint or any(word in lowered for word in self.hint)
 
 
 def _shape(kind: str, regex: str, flags: int = 0, keep_groups: int = 0, marker: str | None = None,
-           hint: str = "", line_local: bool = False) -> SecretShape:
+           hint: str = "", line_local: bool = False, value_group: int = 0) -> SecretShape:
     return SecretShape(kind, re.compile(regex, flags), keep_groups, marker,
-                       tuple(hint.lower().split("|")) if hint else (), line_local)
+                       tuple(hint.lower().split("|")) if hint else (), line_local, value_group)
 
 
 # Most specific first: a private key block before anything that might match inside it.
@@ -68,8 +71,8 @@ SECRET_SHAPES: tuple[SecretShape, ...] = (
     _shape("groq-key", r"\bgsk_[A-Za-z0-9]{30,}\b", hint="gsk_"),
     _shape("jwt", r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}", hint="eyJ"),
     # scheme://user:password@host — the user and host stay.
-    _shape("connection-string", r"(?i)\b([a-z][a-z0-9+.\-]*://[^\s:/@]+:)" + _NOT_DONE + r"[^\s@/]+(@)",
-           keep_groups=2, marker="", hint="://", line_local=True),
+    _shape("connection-string", r"(?i)\b([a-z][a-z0-9+.\-]*://[^\s:/@]+:)" + _NOT_DONE + r"([^\s@/]+)(@)",
+           keep_groups=2, marker="", hint="://", line_local=True, value_group=2),
     _shape("bearer-token", r"(?i)\b(bearer[ \t]+)" + _NOT_DONE + r"[A-Za-z0-9._~+/\-]{8,}=*", keep_groups=1,
            marker="token", hint="bearer", line_local=True),
     # "token abc123…": only a value with a digit in it (prose says "token bucket").
@@ -80,13 +83,14 @@ SECRET_SHAPES: tuple[SecretShape, ...] = (
            r"(?i)" + _NAME_START + r"((?:[a-z0-9_\-]*?)(?:password|passwd|pwd|passphrase|secret|api[_\-]?key|"
            r"access[_\-]?key|auth[_\-]?token|access[_\-]?token|client[_\-]?secret|private[_\-]?key|"
            r"authorization)[a-z0-9_\-]*[\"']?[ \t]*[=:][ \t]*)" + _NOT_DONE +
-           r"(?:\"[^\"\n]*\"|'[^'\n]*'|(?:Bearer[ \t]+)?[^\s,;\"'}]+)",
-           keep_groups=1, marker="", hint="pass|pwd|secret|key|token|authorization", line_local=True),
+           r"(\"[^\"\n]*\"|'[^'\n]*'|(?:Bearer[ \t]+)?[^\s,;\"'}]+)",
+           keep_groups=1, marker="", hint="pass|pwd|secret|key|token|authorization", line_local=True,
+           value_group=2),
     # Any other "…token = value" or "…_KEY = value" whose value looks like a credential.
     _shape("token",
            r"(?i)" + _NAME_START + r"([a-z0-9_\-]*token|[a-z0-9_\-]*[_\-]key)([\"']?[ \t]*[=:][ \t]*)" + _NOT_DONE +
-           r"[\"']?(?=[A-Za-z0-9_\-.~+/]*\d)[A-Za-z0-9_\-.~+/]{8,}=*[\"']?",
-           keep_groups=2, marker="", hint="token|key", line_local=True),
+           r"([\"']?(?=[A-Za-z0-9_\-.~+/]*\d)[A-Za-z0-9_\-.~+/]{8,}=*[\"']?)",
+           keep_groups=2, marker="", hint="token|key", line_local=True, value_group=3),
 )
 
 
@@ -94,8 +98,50 @@ def _replacement(shape: SecretShape, label: bool) -> str:
     name = shape.kind if shape.marker is None else shape.marker
     marker = f"[REDACTED:{name}]" if label and name else REDACTED
     if shape.keep_groups == 2 and shape.kind == "connection-string":
-        return r"\1" + marker + r"\2"
+        return r"\1" + marker + r"\3"
     return "".join(f"\\{n}" for n in range(1, shape.keep_groups + 1)) + marker
+
+
+# Values that stand for a secret without being one: documentation and templates.
+_PLACEHOLDER_RE = re.compile(
+    r"""(?ix)^(?:
+        [`*x.\-_•#?]*                                # nothing, a backtick, ***, xxx, ..., ---
+      | <[^<>]*>                                     # <your-password>
+      | \$\{[^}]*\}? | \$[A-Z_][A-Z0-9_]* | \{\{.*\}\}? | %\([a-z_]+\)s | %s   # ${VAR}, $VAR, {{ x }}, %(pw)s
+      | (?:your|my|the|some|example|sample|dummy|placeholder|redacted|changeme)[a-z_\-]*
+      | (?-i:[A-Z_]*(?:PASSWORD|SECRET|TOKEN|KEY)[A-Z_]*)  # an upper-case name: YOUR_PASSWORD
+    )$""")
+# A lone word after "password:" in prose ("the password: is asked at login").
+_PROSE_WORDS = frozenset({
+    "is", "are", "was", "be", "in", "the", "a", "an", "and", "or", "to", "of", "for", "with", "on", "at",
+    "by", "as", "it", "if", "not", "none", "null", "here", "field", "value", "will", "must", "should", "can",
+    "may", "required", "optional", "empty", "set", "unset"})
+
+
+def _is_placeholder(value: str, spaced: bool) -> bool:
+    inner = value.strip("`")
+    if len(inner) >= 2 and inner[0] == inner[-1] and inner[0] in "\"'":
+        inner = inner[1:-1].strip("`")
+    if _PLACEHOLDER_RE.match(inner):
+        return True
+    return spaced and inner.lower() in _PROSE_WORDS
+
+
+def _substitute(shape: SecretShape, replacement: str, text: str) -> tuple[str, int]:
+    if not shape.value_group:
+        return shape.pattern.subn(replacement, text)
+    count = 0
+
+    def one(match: re.Match[str]) -> str:
+        nonlocal count
+        value = match.group(shape.value_group)
+        before = match.string[match.start(shape.value_group) - 1:match.start(shape.value_group)]
+        if _is_placeholder(value, spaced=before in (" ", "\t")):
+            return match.group(0)
+        count += 1
+        return match.expand(replacement)
+
+    return shape.pattern.sub(one, text), count
 
 
 def scan(text: str, *, label: bool = True, literals: list[str] | None = None) -> tuple[str, list[str]]:
@@ -115,7 +161,7 @@ def scan(text: str, *, label: bool = True, literals: list[str] | None = None) ->
         if shape.line_local:
             text, count = _sub_lines(shape, _replacement(shape, label), text)
         else:
-            text, count = shape.pattern.subn(_replacement(shape, label), text)
+            text, count = _substitute(shape, _replacement(shape, label), text)
         if count:
             kinds.add(shape.kind)
     return text, sorted(kinds)
@@ -127,7 +173,7 @@ def _sub_lines(shape: SecretShape, replacement: str, text: str) -> tuple[str, in
     total = 0
     for index, line in enumerate(lines):
         if shape.hinted(line.lower()):
-            lines[index], count = shape.pattern.subn(replacement, line)
+            lines[index], count = _substitute(shape, replacement, line)
             total += count
     return ("".join(lines), total) if total else (text, 0)
 

@@ -253,7 +253,7 @@ def tz_label(when: datetime) -> str:
 
 
 def clean_label(label: str) -> str:
-    return " ".join(redact(label).split())[:120]
+    return " ".join(redact(_printable(label)).split())[:120]
 
 
 def session_heading(when: datetime, label: str = "", counted: bool = True) -> str:
@@ -262,12 +262,22 @@ def session_heading(when: datetime, label: str = "", counted: bool = True) -> st
     return f"## {word} {when:%H:%M} {tz_label(when)}" + (f" — {clean}" if clean else "")
 
 
+# Terminal escapes, NUL, bidi overrides and other invisible controls from an agent's text would
+# reach a person's terminal (cat, git log) or reorder what the log seems to say: they go; the
+# Unicode line/paragraph separators are line breaks.
+_UNPRINTABLE_RE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _printable(text: str) -> str:
+    return _UNPRINTABLE_RE.sub("", text.replace("\u2028", "\n").replace("\u2029", "\n"))
+
+
 def normalise_body(text: str, section: str | None = None) -> list[str]:
     """The lines of a session block body: redacted, headings demoted, bare lines bulleted.
 
     ``#``/``##`` headings in the text would open a fake session, so they become ``###``.
     """
-    text = redact(text.replace("\r\n", "\n").replace("\r", "\n"))
+    text = redact(_printable(text.replace("\r\n", "\n").replace("\r", "\n")))
     lines: list[str] = []
     if section:
         lines.append(f"### {canonical_section(section)}")

@@ -222,6 +222,15 @@ def _backup(path: Path) -> Path | None:
     return backup
 
 
+def _file_to_write(target: Path) -> Path:
+    """The file a change goes to: through a symlink (settings kept in a dotfiles repository stay
+    linked), and never a file its owner made read-only."""
+    real = target.resolve() if target.is_symlink() else target
+    if real.exists() and not real.stat().st_mode & 0o222:
+        raise HookInstallError(f"{real} is read-only; make it writable first (nothing was changed)")
+    return real
+
+
 def _install_file(kind: str, target: Path, make: Callable[[str | None], str], bin_path: Path,
                   mode: int | None = None, repo: Path | None = None) -> Change:
     """Write ``make(current text)`` to ``target`` if it differs; back up and record it."""
@@ -237,11 +246,12 @@ def _install_file(kind: str, target: Path, make: Callable[[str | None], str], bi
                                   repo=str(repo or "")))
             _save_manifest(records)
         return Change(kind, target, "unchanged")
-    backup = _backup(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(target, new, crash_hooks=False)
+    dest = _file_to_write(target)
+    backup = _backup(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(dest, new, crash_hooks=False)
     if mode is not None:
-        target.chmod((target.stat().st_mode | mode) & 0o7777)
+        dest.chmod((dest.stat().st_mode | mode) & 0o7777)
     written = sha256_bytes(new.encode())
     if record is None:
         records.append(Record(kind, str(target), written, str(backup or ""), str(bin_path), repo=str(repo or "")))
@@ -261,11 +271,12 @@ def _uninstall_file(kind: str, target: Path, remove: Callable[[str], str | None]
         _save_manifest(records)
         return Change(kind, target, "absent")
     data = target.read_bytes()
+    dest = _file_to_write(target)
     if record is not None and sha256_bytes(data) == record.written_sha256:
         # Nobody changed the file since: put back exactly what was there before.
         original = Path(record.original_backup) if record.original_backup else None
         if original is not None and original.exists():
-            os.replace(original, target)
+            os.replace(original, dest)
             _save_manifest(records)
             return Change(kind, target, "restored", detail="the file as it was before the install")
         if not record.original_backup:
@@ -277,11 +288,11 @@ def _uninstall_file(kind: str, target: Path, remove: Callable[[str], str | None]
     if new == text:
         _save_manifest(records)
         return Change(kind, target, "absent", detail="no wikiwright entries in it")
-    backup = _backup(target)
+    backup = _backup(dest)
     if new is None:
         target.unlink()
     else:
-        atomic_write_text(target, new, crash_hooks=False)
+        atomic_write_text(dest, new, crash_hooks=False)
     _save_manifest(records)
     return Change(kind, target, "removed", backup, "only the wikiwright entries were taken out")
 

@@ -41,6 +41,7 @@ INSTRUCTIONS = (
 )
 Priority = Literal["durable", "context", "ephemeral", "🔴", "🟡", "🟢"]
 MAX_LOG_CHARS = 8000
+MAX_PAGE_NAME_CHARS = 1000  # a path, folders included; file systems stop at 255 bytes a component
 DEFAULT_INGEST_WAIT = 30.0
 _SLUG_RE = re.compile(r"[^a-z0-9]+")
 
@@ -97,6 +98,8 @@ class WikiTools:
         raw = raw.removeprefix("wiki://").removeprefix("./").removeprefix("wiki/").removesuffix(".md").strip()
         if not raw:
             raise ToolInputError("name a page, e.g. billing-api or [[Billing API]]")
+        if len(raw) > MAX_PAGE_NAME_CHARS:
+            raise ToolInputError(f"a page name is at most {MAX_PAGE_NAME_CHARS} characters (got {len(raw)})")
         if "\x00" in raw or raw.startswith("/") or ".." in raw.split("/"):
             raise ToolInputError(f"{page!r} is not a page name")
         try:
@@ -104,6 +107,8 @@ class WikiTools:
                 return raw
         except WikiwrightError as exc:
             raise ToolInputError(f"{page!r} is not a page name: {exc}") from None
+        except OSError as exc:  # a name the file system refuses (too long a component, ...)
+            raise ToolInputError(f"{page!r} is not a page name: {exc.strerror}") from None
         catalog = self._catalog()
         try:
             # By name, title or alias; a slug is also tried as words ("billing-export" → "billing export").

@@ -83,11 +83,12 @@ def is_remote(raw: str) -> bool:
 
 
 def inside_vault(raw: str) -> bool:
-    """A relative reference that cannot leave the vault (no scheme, no root, no ``..``)."""
+    """A relative reference that cannot leave the vault (no scheme, no root, no ``..``) nor reach
+    into a hidden folder or file (``.git/config``, ``.obsidian/…``, ``.env``: never page material)."""
     url = _decoded_url(raw).replace("\\", "/")
     if not url or url.startswith(("/", "~")) or url_scheme(raw) or ":" in url.split("/", 1)[0]:
         return False
-    return ".." not in url.split("/")
+    return not any(part.startswith(".") and part != "." for part in url.split("/"))
 
 
 def _short(text: str, limit: int = 60) -> str:
