@@ -125,3 +125,12 @@ def test_hook_install_leaves_a_read_only_settings_file_alone(tmp_path: Path) -> 
     with pytest.raises(HookInstallError, match="read-only"):
         _claude_install(tmp_path)
     assert settings.read_text() == '{"a": 1}\n'
+
+
+def test_a_refusal_note_never_carries_a_bidi_override() -> None:
+    from wikiwright.core.logsetup import escape_controls
+    from wikiwright.wiki.sanitize import link_target_problem
+
+    problem = link_target_problem("invoice\u202egpj.exe")
+    assert problem and "\u202e" not in problem and "\\u202e" in problem
+    assert escape_controls("a\u2066b\u2069") == "a\\u2066b\\u2069"

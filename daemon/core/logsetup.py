@@ -30,7 +30,8 @@ LOG_BACKUPS = 5
 
 _SECRET_ENV_RE = re.compile(r"(?i)(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?)$")
 # Surrogates too: a file name that is not valid UTF-8 arrives with them (surrogateescape).
-_CONTROL_RE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+# Bidi overrides and isolates too: they reorder how a name reads (a "Trojan Source" file name).
+_CONTROL_RE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 
 
 def _escape_char(match: re.Match[str]) -> str:
