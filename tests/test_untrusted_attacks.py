@@ -29,6 +29,8 @@ PLACEHOLDERS = [
     "api_key=<key>",
     "password=%(pw)s",
     "password=...",
+    "api_key = \"sk-...\"",
+    "token: abc…",
     "The password: is asked at login.",
     "postgres://app:<password>@db/app",
     'password="YOUR_PASSWORD"',

@@ -122,7 +122,7 @@ def _is_placeholder(value: str, spaced: bool) -> bool:
     inner = value.strip("`")
     if len(inner) >= 2 and inner[0] == inner[-1] and inner[0] in "\"'":
         inner = inner[1:-1].strip("`")
-    if _PLACEHOLDER_RE.match(inner):
+    if _PLACEHOLDER_RE.match(inner) or inner.endswith(("...", "…")):  # "sk-...": an elided example
         return True
     return spaced and inner.lower() in _PROSE_WORDS
 
