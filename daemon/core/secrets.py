@@ -118,8 +118,14 @@ _PROSE_WORDS = frozenset({
     "may", "required", "optional", "empty", "set", "unset"})
 
 
+# A setting whose name holds "secret" or "key" (redact_secrets = true) with a plain value.
+_NOT_SECRET_VALUES = frozenset({"true", "false", "yes", "no", "on", "off", "null", "none", "nil"})
+
+
 def _is_placeholder(value: str, spaced: bool) -> bool:
-    inner = value.strip("`")
+    inner = value.rstrip(")]`:!?").strip("`")  # `password=…`) in prose
+    if inner.lower() in _NOT_SECRET_VALUES:
+        return True
     if len(inner) >= 2 and inner[0] == inner[-1] and inner[0] in "\"'":
         inner = inner[1:-1].strip("`")
     if _PLACEHOLDER_RE.match(inner) or inner.endswith(("...", "…")):  # "sk-...": an elided example
