@@ -136,7 +136,10 @@ class DailyLog:
 
 
 def canonical_section(name: str) -> str:
-    cleaned = re.sub(r"[*_`:]+", "", name).strip()
+    # One line, no leading '#': a section name from a hook or an MCP client can't open a fake
+    # "## Session" heading (the consolidation gate counts those).
+    flat = " ".join(_printable(name).split()).lstrip("# ")
+    cleaned = re.sub(r"[*_`:]+", "", flat).strip()
     alias = _SECTION_ALIASES.get(cleaned.casefold().replace("’", "'"))
     if alias:
         return alias
