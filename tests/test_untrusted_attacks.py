@@ -152,3 +152,14 @@ def test_an_mcp_section_name_cannot_open_a_fake_session(vault: Vault) -> None:
     text = "".join(p.read_text(encoding="utf-8") for p in vault.logs.glob("*.md"))
     assert text.count("\n## ") == 1, text
     assert len(parse_log(text, date.today()).sessions) == 1
+
+
+def test_a_transcript_path_that_is_a_fifo_does_not_block_the_hook(tmp_path: Path) -> None:
+    import os
+
+    from wikiwright.memory.hooks import read_transcript
+
+    fifo = tmp_path / "transcript.jsonl"
+    os.mkfifo(fifo)
+    digest = read_transcript(fifo)  # opening a FIFO with no writer would wait forever
+    assert digest.user_messages == [] and digest.end_offset == 0

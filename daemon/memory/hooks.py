@@ -22,6 +22,7 @@ import json
 import logging
 import os
 import re
+import stat
 import subprocess
 import sys
 import time
@@ -79,9 +80,12 @@ def read_transcript(path: Path, start: int = 0) -> TranscriptDigest:
     """Digest the transcript from byte ``start``; a partly written last line is left for later."""
     digest = TranscriptDigest(end_offset=start)
     try:
-        size = path.stat().st_size
+        info = path.stat()
     except OSError:
         return digest
+    if not stat.S_ISREG(info.st_mode):  # a FIFO or a device would block the hook or never end
+        return digest
+    size = info.st_size
     if size < start:
         start = 0  # the transcript was replaced: read it again
     begin = max(start, size - MAX_TRANSCRIPT_READ)
