@@ -163,3 +163,12 @@ def test_a_transcript_path_that_is_a_fifo_does_not_block_the_hook(tmp_path: Path
     os.mkfifo(fifo)
     digest = read_transcript(fifo)  # opening a FIFO with no writer would wait forever
     assert digest.user_messages == [] and digest.end_offset == 0
+
+
+def test_a_remote_image_inside_a_link_is_still_an_image() -> None:
+    badge = "[![build](https://ci.example/badge.svg)](https://ci.example/job)"
+    cleaned = clean_markdown(badge)
+    assert "![" not in cleaned.text and cleaned.notes
+    assert "https://ci.example/job" in cleaned.text  # the link itself stays
+    assert clean_markdown("[![a](javascript:alert(1))](https://ok)").text == "[a](https://ok)"
+    assert clean_markdown(badge, allow_remote_images=True).text == badge

@@ -207,6 +207,14 @@ def _split_inline(text: str) -> list[tuple[bool, str]]:
 def _clean_links(text: str, allow_remote: bool, notes: list[str]) -> str:
     def link(match: re.Match[str]) -> str:
         bang, label, dest, title = match.group(1), match.group(2), match.group(3), match.group(4)
+        # An image inside a link's text ([![badge](https://…)](https://…), the README badge)
+        # is an image all the same.
+        inner = _MD_LINK_RE.sub(link, label) if "](" in label else label
+        if inner != label:
+            label = inner
+            whole = f"{bang}[{label}]({dest}{title})"
+        else:
+            whole = match.group(0)
         scheme = url_scheme(dest)
         if scheme in BLOCKED_SCHEMES:
             notes.append(f"removed a {scheme}: {'image' if bang else 'link'} (its text is kept)")
@@ -215,10 +223,10 @@ def _clean_links(text: str, allow_remote: bool, notes: list[str]) -> str:
             if scheme and scheme not in LINK_SCHEMES:
                 notes.append(f"removed a link with the {scheme}: scheme (its text is kept)")
                 return label
-            return match.group(0)
+            return whole
         if is_remote(dest):
             if allow_remote and scheme in ("http", "https", ""):
-                return match.group(0)
+                return whole
             if scheme not in ("http", "https", ""):
                 notes.append(f"removed an image with the {scheme}: scheme (its text is kept)")
                 return label
@@ -227,7 +235,7 @@ def _clean_links(text: str, allow_remote: bool, notes: list[str]) -> str:
         if not inside_vault(dest):
             notes.append(f"an image outside the vault ({_short(dest)}) became plain text")
             return label or "image"
-        return match.group(0)
+        return whole
 
     text = _MD_LINK_RE.sub(link, text)
 
