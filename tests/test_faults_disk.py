@@ -109,7 +109,10 @@ def _scenario(tiny_fs: Path, tmp_path: Path, *, state_elsewhere: bool) -> None:
     resumed_in = time.monotonic() - freed
     assert ledger_rows(root)["raw/new.md"][0] == "ingested"
     assert stop(proc) == 0
-    assert (root / "wiki" / "sources" / "src-old.md").read_bytes() == before[root / "wiki" / "sources" / "src-old.md"]
+    # The old page kept every byte it had; the new source may only add links to the concepts
+    # the two sources share (the offline engine's "Related pages").
+    old_page = root / "wiki" / "sources" / "src-old.md"
+    assert old_page.read_bytes().startswith(before[old_page])
     assert_doctor_green(root)
     print(f"resumed {resumed_in:.1f}s after space returned")
 
