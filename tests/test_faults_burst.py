@@ -22,6 +22,7 @@ from wikiwright.ingest.selffeed import SELF_FEEDING_RULE
 from tests.conftest import Services
 from tests.fault_tools import (
     FINAL,
+    FULL_SWEEPS,
     assert_doctor_green,
     heartbeat,
     launch,
@@ -83,7 +84,8 @@ def test_burst_of_2000_files_all_accounted_after_the_rescan(tmp_path: Path) -> N
 
 @pytest.mark.slow
 def test_burst_of_2000_files_drains_completely(tmp_path: Path) -> None:
-    _run_burst(tmp_path, 2000, drain=True)
+    # Bounded form: 500 drained (the 2,000 are all recorded by the test above).
+    _run_burst(tmp_path, 2000 if FULL_SWEEPS else 500, drain=True)
 
 
 def test_own_pages_copied_into_raw_are_skipped_as_self_feeding(services: Services) -> None:

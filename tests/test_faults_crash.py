@@ -21,6 +21,7 @@ from wikiwright.core.crashpoints import POINTS
 from wikiwright.wiki.pages import parse_page
 
 from tests.fault_tools import (
+    FULL_SWEEPS,
     assert_doctor_green,
     ingest_commits_by_sha,
     launch,
@@ -103,9 +104,14 @@ def test_second_crash_during_recovery(tmp_path: Path, point: str) -> None:
     assert_doctor_green(root)
 
 
+# Every pair in full; bounded, every first point and every second point still appear (a Latin
+# square's worth of pairs, plus each point crashing twice in a row).
+_PAIRS = [(a, b) for i, a in enumerate(POINTS) for j, b in enumerate(POINTS)
+          if FULL_SWEEPS or i == j or (i + 1) % len(POINTS) == j]
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("first", POINTS)
-@pytest.mark.parametrize("then", POINTS)
+@pytest.mark.parametrize(("first", "then"), _PAIRS)
 def test_compound_crash_full_cross_product(tmp_path: Path, first: str, then: str) -> None:
     _sweep(tmp_path, first, f"{then}:1")
 

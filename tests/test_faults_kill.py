@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.fault_tools import (
+    FULL_SWEEPS,
     assert_doctor_green,
     ingest_commits_by_sha,
     kill,
@@ -59,7 +60,7 @@ def _kill_storm(tmp_path: Path, count: int, kills: int, seed: int
         longest = max(longest, time.monotonic() - started)
     writer.join()
     started = time.monotonic()
-    wait_settled(root, paths, timeout=120, proc=proc)
+    wait_settled(root, paths, proc=proc, stall=120)  # bounded by progress: slower under load, never stuck
     drain = time.monotonic() - started
     assert stop(proc) == 0
     rows = ledger_rows(root)
@@ -79,4 +80,4 @@ def test_sigkill_at_random_moments_during_a_burst_of_200(tmp_path: Path) -> None
 @pytest.mark.slow
 def test_sigkill_storm_long(tmp_path: Path) -> None:
     seed = int(os.environ.get("WIKIWRIGHT_FAULT_SEED", "0")) or random.randrange(1 << 30)
-    _kill_storm(tmp_path, count=600, kills=15, seed=seed)
+    _kill_storm(tmp_path, count=600 if FULL_SWEEPS else 300, kills=15 if FULL_SWEEPS else 8, seed=seed)
