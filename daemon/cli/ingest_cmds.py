@@ -8,7 +8,6 @@ import os
 import shutil
 import stat
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -108,9 +107,7 @@ def _copy_into_raw(vault: Any, source: Path, folder: Path | None = None) -> Path
 @command("ingest")
 def cmd_ingest(args: argparse.Namespace) -> int:
     from ..core.vault import VaultLock
-    from ..door import Door
-    from ..ingest.pipeline import JobResult, Pipeline
-    from ..intake.watch import Registrar
+    from ..ingest.pipeline import JobResult
 
     setup_logging(args.verbose)
     config, vault = open_vault(args)
@@ -139,46 +136,27 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             waiting_said = True
         time.sleep(0.1)
     try:
-        from ..upkeep.doctor import sweep_own_temp_files
+        from ..runtime.oneshot import ingest_here
 
-        door = Door.open(config, vault)
-        try:
-            sweep_own_temp_files(vault)  # debris of a killed run; we hold the lock, no write is in flight
-            door.ledger.reset_running()
-            pipeline = Pipeline(door, planner=_planner(config, door))
-            registrar = Registrar(vault, door.ledger, config.ingest.max_source_bytes, threading.Event(),
-                                  allow_hard_links=config.ingest.allow_hard_links)
-            rels = []
-            for target in (_copy_into_raw(vault, f, folder) for f, folder in files):
-                registrar.register(target)
-                rels.append(relative_name(vault.root, target))
-            outcomes: list[JobResult] = []
+        targets = [_copy_into_raw(vault, f, folder) for f, folder in files]
+        done = 0
 
-            def report(result: JobResult) -> None:
-                outcomes.append(result)
-                line = f"[{len(outcomes)}/{len(rels)}] {result.path}: {result.state}"
-                if result.detail:
-                    line += f" — {result.detail}"
-                if result.state == "pending":
-                    line += "; it stays queued for `wikiwright run` or the next `wikiwright ingest`"
-                elif result.commit:
-                    line += f" ({result.commit[:10]})"
-                print(line)
+        def report(result: JobResult) -> None:
+            nonlocal done
+            done += 1
+            line = f"[{done}/{len(targets)}] {result.path}: {result.state}"
+            if result.detail:
+                line += f" — {result.detail}"
+            if result.state == "pending":
+                line += "; it stays queued for `wikiwright run` or the next `wikiwright ingest`"
+            elif result.commit:
+                line += f" ({result.commit[:10]})"
+            print(line)
 
-            pipeline.drain_paths(rels, report)
-            return 1 if refused or any(r.state in ("quarantined", "pending", "running") for r in outcomes) else 0
-        finally:
-            door.close()
+        outcomes = ingest_here(config, vault, targets, report)
+        return 1 if refused or any(r.state in ("quarantined", "pending", "running") for r in outcomes) else 0
     finally:
         lock.release()
-
-
-def _planner(config: Any, door: Any) -> Any:
-    if not config.llm.enabled:
-        return None
-    from ..ingest.llm_planner import ModelPlanner
-
-    return ModelPlanner(config, door.vault, door.ledger, door.catalog)
 
 
 @command("schema")

@@ -288,28 +288,9 @@ class WikiTools:
     def _ingest_here(self, rel: str) -> dict[str, Any]:
         """No daemon: the one-shot ingest's door, pipeline and drain, in this process (the
         vault's lock is held by the caller, as `wikiwright ingest` holds it)."""
-        from ..door import Door
-        from ..ingest.pipeline import JobResult, Pipeline
-        from ..intake.watch import Registrar
-        from ..upkeep.doctor import sweep_own_temp_files
+        from .oneshot import ingest_here
 
-        door = Door.open(self.config, self.vault)
-        outcomes: list[JobResult] = []
-        try:
-            sweep_own_temp_files(self.vault)  # debris of a killed run; we hold the lock, no write is in flight
-            door.ledger.reset_running()
-            planner = None
-            if self.config.llm.enabled:
-                from ..ingest.llm_planner import ModelPlanner
-
-                planner = ModelPlanner(self.config, self.vault, door.ledger, door.catalog)
-            pipeline = Pipeline(door, planner=planner)
-            registrar = Registrar(self.vault, door.ledger, self.config.ingest.max_source_bytes, threading.Event(),
-                                  allow_hard_links=self.config.ingest.allow_hard_links)
-            registrar.register(self.vault.root / rel)
-            pipeline.drain_paths([rel], outcomes.append)
-        finally:
-            door.close()
+        outcomes = ingest_here(self.config, self.vault, [self.vault.root / rel], lambda _result: None)
         found = self._source_state(rel, "this server (no daemon was running)")
         if found["state"] == "pending":
             found["reason"] = found["reason"] or "pending until the daemon runs (`wikiwright run`)"
