@@ -14,16 +14,16 @@ from __future__ import annotations
 import logging
 import os
 import subprocess
-import tempfile
 from dataclasses import dataclass, field
 from enum import Enum
-from pathlib import Path
 
 from ..core.errors import WikiwrightError
 from ..vcs.repo import (
     GitRepo,
     git,  # GitPython, imported only when one of its errors is raised or matched
+    git_status,
 )
+from ..vcs.repo import merge_file as merge_three
 
 log = logging.getLogger(__name__)
 
@@ -237,32 +237,14 @@ def merge_file(repo: GitRepo, base: str, ours: str, theirs: str, favour: str = "
     Returns (text, clean). With ``favour`` the text never carries conflict markers; ``clean``
     still says whether there was a conflict to resolve.
     """
-    work = repo.root / ".wikiwright" / "merge"
-    work.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=work) as tmp:
-        files = []
-        for name, text in (("ours", ours), ("base", base), ("theirs", theirs)):
-            path = Path(tmp) / name
-            path.write_text(text, encoding="utf-8", errors="surrogateescape")
-            files.append(str(path))
-        # No favour: conflicts are marked diff3-style (with the base's lines), for the caller.
-        flags = [f"--{favour}"] if favour else ["--diff3"]
-        status, out, _err = git_status(repo, "merge-file", "-p", *flags, "-L", "this machine", "-L", "base",
-                                        "-L", "remote", *files)
-        if favour:
-            # With a resolution flag git exits 0; ask again without it to learn if it was clean.
-            probe, _o, _e = git_status(repo, "merge-file", "-p", "-q", *files)
-            return out, probe == 0
+    labels = ("this machine", "base", "remote")
+    # No favour: conflicts are marked diff3-style (with the base's lines), for the caller.
+    status, out = merge_three(repo, base, ours, theirs, labels, [f"--{favour}"] if favour else ["--diff3"])
+    if favour:
+        # With a resolution flag git exits 0; ask again without it to learn if it was clean.
+        probe, _out = merge_three(repo, base, ours, theirs, labels, ["-q"])
+        return out, probe == 0
     return out, status == 0
-
-
-def git_status(repo: GitRepo, *args: str) -> tuple[int, str, str]:
-    """A git command whose exit status is an answer (merge-tree, merge-file): (status, out, err)."""
-    env = {**os.environ, "LANGUAGE": "C", "LC_ALL": "C", **repo._env}
-    proc = subprocess.run(["git", *args], cwd=repo.root, env=env, stdin=subprocess.DEVNULL, capture_output=True,
-                          check=False)
-    return (proc.returncode, proc.stdout.decode("utf-8", "surrogateescape"),
-            proc.stderr.decode("utf-8", "surrogateescape"))
 
 
 def _one_line(text: str) -> str:

@@ -555,13 +555,18 @@ class GitRepo:
         self.run("-c", "gc.autoDetach=false", "gc", "--auto", "--quiet", env={"GIT_CONFIG_COUNT": "0"})
 
 
-def merge_texts(repo: GitRepo, base: str, ours: str, theirs: str) -> tuple[str, bool]:
-    """Three-way merge with ``git merge-file``; returns (text, clean).
+def git_status(repo: GitRepo, *args: str) -> tuple[int, str, str]:
+    """A git command whose exit status is an answer (merge-file, merge-tree): (status, out, err)."""
+    env = {**os.environ, "LANGUAGE": "C", "LC_ALL": "C", **repo._env}
+    proc = subprocess.run(["git", *args], cwd=repo.root, env=env, stdin=subprocess.DEVNULL, capture_output=True,
+                          check=False)
+    return (proc.returncode, proc.stdout.decode("utf-8", "surrogateescape"),
+            proc.stderr.decode("utf-8", "surrogateescape"))
 
-    ``ours`` is what is on disk now (a person's edits), ``theirs`` what the daemon wants to
-    write, ``base`` what both started from. On conflict the text carries conflict markers
-    and must not be written to a page.
-    """
+
+def merge_file(repo: GitRepo, base: str, ours: str, theirs: str, labels: tuple[str, str, str],
+               flags: Sequence[str] = ()) -> tuple[int, str]:
+    """``git merge-file -p`` on three texts: (git's status — 0 clean, >0 conflicts — and the text)."""
     import tempfile
 
     work = repo.root / ".wikiwright" / "merge"
@@ -570,10 +575,19 @@ def merge_texts(repo: GitRepo, base: str, ours: str, theirs: str) -> tuple[str, 
         files = []
         for name, text in (("ours", ours), ("base", base), ("theirs", theirs)):
             path = Path(tmp) / name
-            path.write_text(text, encoding="utf-8")
+            path.write_text(text, encoding="utf-8", errors="surrogateescape")
             files.append(str(path))
-        status, out, _err = repo._git.execute(
-            ["git", "merge-file", "-p", "-L", "person", "-L", "base", "-L", "wikiwright", *files],
-            with_extended_output=True, with_exceptions=False, strip_newline_in_stdout=False,
-        )
-    return str(out), status == 0
+        status, out, _err = git_status(repo, "merge-file", "-p", *flags, "-L", labels[0], "-L", labels[1],
+                                        "-L", labels[2], *files)
+    return status, out
+
+
+def merge_texts(repo: GitRepo, base: str, ours: str, theirs: str) -> tuple[str, bool]:
+    """Three-way merge with ``git merge-file``; returns (text, clean).
+
+    ``ours`` is what is on disk now (a person's edits), ``theirs`` what the daemon wants to
+    write, ``base`` what both started from. On conflict the text carries conflict markers
+    and must not be written to a page.
+    """
+    status, out = merge_file(repo, base, ours, theirs, ("person", "base", "wikiwright"))
+    return out, status == 0
