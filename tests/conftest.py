@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -104,3 +105,14 @@ def services(config: Config, vault: Vault) -> Iterator[Services]:
 
 def fast_watch() -> WatchConfig:
     return WatchConfig(debounce_seconds=0.3, poll_interval_seconds=0.1, rescan_minutes=5.0)
+
+
+@pytest.fixture
+def daemons() -> Iterator[list[subprocess.Popen[str]]]:
+    """Every daemon a test starts; any still alive at the end is killed (a failed test)."""
+    started: list[subprocess.Popen[str]] = []
+    yield started
+    for proc in started:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -72,3 +74,34 @@ def rebuild_index(vault: Any, catalog: Any) -> bool:
         return False
     path.write_text(updated, encoding="utf-8")
     return True
+
+
+class NotifySocket:
+    """A real AF_UNIX datagram socket standing in for systemd's notify socket."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.bind(str(path))
+        self.sock.settimeout(0.2)
+        self.messages: list[str] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._receive, daemon=True)
+        self._thread.start()
+
+    def _receive(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.messages.append(self.sock.recv(4096).decode())
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+
+    def lines(self) -> list[str]:
+        return [line for message in list(self.messages) for line in message.splitlines()]
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=2)
+        self.sock.close()

@@ -13,60 +13,15 @@ import socket
 import stat
 import subprocess
 import sys
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
-from tests.helpers import cli, daemon_log, ingest_commits, start_daemon, wait_for
+from tests.helpers import NotifySocket, cli, daemon_log, ingest_commits, start_daemon, wait_for
 from tests.llm_server import ScriptedServer
 from tests.model_helpers import reply
 
 SOURCE = "# Billing\n\nThe billing API answers within 200 ms.\n"
 ANSWER = reply({"op": "create_page", "page": "billing-api", "type": "entity", "title": "Billing API",
                 "summary": "The billing API.", "body": "The billing API answers within 200 ms."})
-
-
-class NotifySocket:
-    """A real AF_UNIX datagram socket standing in for systemd's notify socket."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        self.sock.bind(str(path))
-        self.sock.settimeout(0.2)
-        self.messages: list[str] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._receive, daemon=True)
-        self._thread.start()
-
-    def _receive(self) -> None:
-        while not self._stop.is_set():
-            try:
-                self.messages.append(self.sock.recv(4096).decode())
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-
-    def lines(self) -> list[str]:
-        return [line for message in list(self.messages) for line in message.splitlines()]
-
-    def close(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=2)
-        self.sock.close()
-
-
-@pytest.fixture
-def daemons() -> Iterator[list[subprocess.Popen[str]]]:
-    started: list[subprocess.Popen[str]] = []
-    yield started
-    for proc in started:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=10)
 
 
 def new_vault(tmp_path: Path) -> Path:

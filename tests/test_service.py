@@ -16,7 +16,6 @@ import plistlib
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -31,7 +30,7 @@ from wikiwright.runtime.daemon import Daemon
 from wikiwright.runtime.service import LAUNCHD_LABEL, render_plist, render_unit, systemd_escape
 
 from tests.fault_tools import heartbeat, launch, new_vault, reap_daemons, spawn, stop, wait_settled  # noqa: F401
-from tests.helpers import cli, daemon_log, wait_for
+from tests.helpers import NotifySocket, cli, daemon_log, wait_for
 
 SYSTEMD_ANALYZE = shutil.which("systemd-analyze")
 
@@ -165,37 +164,6 @@ def test_service_install_without_a_user_session_says_what_to_do(tmp_path: Path) 
 
 
 # -- sd_notify from a real daemon -------------------------------------------------------------------
-
-class NotifySocket:
-    """A real AF_UNIX datagram socket standing in for systemd's notify socket."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        self.sock.bind(str(path))
-        self.sock.settimeout(0.2)
-        self.messages: list[str] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._receive, daemon=True)
-        self._thread.start()
-
-    def _receive(self) -> None:
-        while not self._stop.is_set():
-            try:
-                self.messages.append(self.sock.recv(4096).decode())
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-
-    def lines(self) -> list[str]:
-        return [line for message in list(self.messages) for line in message.splitlines()]
-
-    def close(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=2)
-        self.sock.close()
-
 
 def test_run_speaks_the_notify_protocol(tmp_path: Path) -> None:
     root = new_vault(tmp_path)

@@ -14,23 +14,9 @@ import random
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
 from tests.helpers import cli, daemon_log, git, ingest_commits, start_daemon, wait_for
-
-
-@pytest.fixture
-def daemons() -> Iterator[list[subprocess.Popen[str]]]:
-    """Every daemon a test starts; any still alive at the end is killed (a failed test)."""
-    started: list[subprocess.Popen[str]] = []
-    yield started
-    for proc in started:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=10)
 
 
 def fresh_vault(tmp_path: Path) -> Path:
