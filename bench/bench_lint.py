@@ -19,6 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository, for tests.helpers
+
 from tests.helpers import rebuild_index
 from wikiwright.core.config import LintConfig
 from wikiwright.core.vault import Vault
