@@ -12,12 +12,9 @@ from __future__ import annotations
 import errno
 import os
 import shutil
-import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from wikiwright.wiki.pages import parse_page
 
 from tests.fault_tools import (
@@ -30,22 +27,6 @@ from tests.fault_tools import (
     wait_settled,
 )
 from tests.helpers import cli, daemon_log, wait_for
-
-
-@pytest.fixture
-def tiny_fs(tmp_path: Path) -> Iterator[Path]:
-    mount_point = tmp_path / "tiny"
-    mount_point.mkdir()
-    if os.geteuid() != 0:
-        pytest.skip("mounting a size-limited tmpfs needs root")
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=24m,mode=0755", "tmpfs", str(mount_point)],
-                          capture_output=True, text=True)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
-    try:
-        yield mount_point
-    finally:
-        subprocess.run(["umount", "-l", str(mount_point)], check=False)
 
 
 def _fill(folder: Path) -> Path:

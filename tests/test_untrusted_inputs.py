@@ -11,7 +11,6 @@ import logging
 import os
 import random
 import shutil
-import subprocess
 import threading
 import unicodedata
 from pathlib import Path
@@ -31,6 +30,7 @@ from tests.fault_tools import launch, ledger_rows, stop, wait_settled
 from tests.helpers import cli, daemon_log, git, wait_for
 from tests.llm_server import ScriptedServer
 from tests.model_helpers import reply, use_model
+from tests.test_faults_disk import _fill
 from tests.test_untrusted_model import unsafe_spots
 
 OUTSIDE_TEXT = "# Outside\n\nThis text lives outside the vault and must never be ingested by anyone.\n"
@@ -296,45 +296,33 @@ def test_no_secret_reaches_a_prompt_a_page_a_commit_or_a_log(services: Services,
 
 # -- item 6: disk full ----------------------------------------------------------------------------
 
-def test_a_full_disk_shows_in_status_with_the_waiting_files(tmp_path: Path) -> None:
-    from tests.test_faults_disk import _fill
-
-    mount_point = tmp_path / "tiny"
-    mount_point.mkdir()
-    if os.geteuid() != 0:
-        pytest.skip("mounting a size-limited tmpfs needs root")
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=24m,mode=0755", "tmpfs", str(mount_point)],
-                             capture_output=True, text=True)
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+def test_a_full_disk_shows_in_status_with_the_waiting_files(tiny_fs: Path) -> None:
+    mount_point = tiny_fs
+    root = mount_point / "Wiki"
+    assert cli("init", "--no-default", str(root)).returncode == 0
+    proc = launch(root)
+    staged = []
+    for n in range(3):
+        path = root / "raw" / f".wait-{n}.md.part"
+        path.write_text(f"# Waiting {n}\n\nA note that arrives while the disk is full, number {n}.\n")
+        staged.append(path)
+    filler = _fill(mount_point)
     try:
-        root = mount_point / "Wiki"
-        assert cli("init", "--no-default", str(root)).returncode == 0
-        proc = launch(root)
-        staged = []
+        for n, path in enumerate(staged):
+            os.rename(path, root / "raw" / f"wait-{n}.md")
+        wait_for(lambda: "cannot record" in daemon_log(proc), timeout=30, what="the retry warning")
+        status = cli("status", "--vault", str(root))
+        assert status.returncode == 0, status.stderr
+        assert "disk full" in status.stdout and "3 file(s) in raw/ wait" in status.stdout, status.stdout
+        assert "3 pending" in status.stdout, status.stdout
         for n in range(3):
-            path = root / "raw" / f".wait-{n}.md.part"
-            path.write_text(f"# Waiting {n}\n\nA note that arrives while the disk is full, number {n}.\n")
-            staged.append(path)
-        filler = _fill(mount_point)
-        try:
-            for n, path in enumerate(staged):
-                os.rename(path, root / "raw" / f"wait-{n}.md")
-            wait_for(lambda: "cannot record" in daemon_log(proc), timeout=30, what="the retry warning")
-            status = cli("status", "--vault", str(root))
-            assert status.returncode == 0, status.stderr
-            assert "disk full" in status.stdout and "3 file(s) in raw/ wait" in status.stdout, status.stdout
-            assert "3 pending" in status.stdout, status.stdout
-            for n in range(3):
-                assert f"raw/wait-{n}.md [pending] — waiting: the disk is full" in status.stdout
-        finally:
-            filler.unlink()
-        wait_settled(root, [f"raw/wait-{n}.md" for n in range(3)], timeout=40, proc=proc)
-        assert {ledger_rows(root)[f"raw/wait-{n}.md"][0] for n in range(3)} == {"ingested"}
-        assert "disk full" not in cli("status", "--vault", str(root)).stdout
-        assert stop(proc) == 0
+            assert f"raw/wait-{n}.md [pending] — waiting: the disk is full" in status.stdout
     finally:
-        subprocess.run(["umount", "-l", str(mount_point)], check=False)
+        filler.unlink()
+    wait_settled(root, [f"raw/wait-{n}.md" for n in range(3)], timeout=40, proc=proc)
+    assert {ledger_rows(root)[f"raw/wait-{n}.md"][0] for n in range(3)} == {"ingested"}
+    assert "disk full" not in cli("status", "--vault", str(root)).stdout
+    assert stop(proc) == 0
 
 
 # -- item 7: ingest DIR ---------------------------------------------------------------------------

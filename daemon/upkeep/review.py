@@ -358,6 +358,17 @@ class ReviewQueue:
         approve(self.ledger, str(fix["path"]), str(fix["sha256"]))
         return []
 
+    def _page_claims(self, name: str) -> tuple[str, int, list[Claim]]:
+        """The page's text, the line offset of its body, and the claims in it."""
+        text = self._page_text(name)
+        try:
+            body = parse_page(text).body
+        except FrontMatterError as exc:
+            raise FixNotApplicable(f"wiki/{name}.md: {exc}") from exc
+        offset = text[: len(text) - len(body)].count("\n") if text.endswith(body) else 0
+        claims, _ = parse_claims(body)
+        return text, offset, claims
+
     def _page_text(self, name: str) -> str:
         text = self.op.read(name)  # a person's uncommitted edits to it are committed first, as theirs
         if text is None:
@@ -372,13 +383,7 @@ class ReviewQueue:
 
     def _restatus_claim(self, fix: Mapping[str, Any], status: str) -> list[str]:
         name, by = str(fix["page"]), str(fix.get("by") or "")
-        text = self._page_text(name)
-        try:
-            body = parse_page(text).body
-        except FrontMatterError as exc:
-            raise FixNotApplicable(f"wiki/{name}.md: {exc}") from exc
-        offset = text[: len(text) - len(body)].count("\n") if text.endswith(body) else 0
-        claims, _ = parse_claims(body)
+        text, offset, claims = self._page_claims(name)
         wanted = [c for c in claims if c.key == fix["key"] and norm_value(c.value) == norm_value(str(fix["value"]))
                   and link_key(c.source) == link_key(str(fix["source"]))]
         if any(c.status == status and link_key(c.by) == link_key(by) for c in wanted) and not any(
@@ -421,13 +426,7 @@ class ReviewQueue:
 
     def _edit_claims(self, name: str, todo: list[_ClaimEdit]) -> PageChange | None:
         """Rewrite the current claims ``todo`` names on page ``name``; None if all were done before."""
-        text = self._page_text(name)
-        try:
-            body = parse_page(text).body
-        except FrontMatterError as exc:
-            raise FixNotApplicable(f"wiki/{name}.md: {exc}") from exc
-        offset = text[: len(text) - len(body)].count("\n") if text.endswith(body) else 0
-        claims, _ = parse_claims(body)
+        text, offset, claims = self._page_claims(name)
         rows = text.splitlines(keepends=True)
         changed = False
         for ref, make in todo:
