@@ -21,6 +21,10 @@ class VaultError(WikiwrightError):
     """The vault is missing, malformed, or cannot be found."""
 
 
+class SchemaTooNew(VaultError):
+    """A database in the vault was written by a newer release; it is left exactly as it is."""
+
+
 class VaultMoved(VaultError):
     """The vault folder was moved, renamed or replaced while a process worked in it."""
 

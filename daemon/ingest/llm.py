@@ -28,7 +28,7 @@ from typing import Any
 from ..core.config import Config, LLMConfig
 from ..core.errors import BudgetExceeded, ConfigError, LLMAuthError, LLMError, LLMReplyError, LLMTransientError
 from ..core.secrets import redact as redact_secrets
-from ..core.sqlitedb import open_db
+from ..core.sqlitedb import Schema, open_db
 from ..core.vault import Vault
 from ..intake.ledger import Ledger
 
@@ -76,7 +76,7 @@ class CostLedger:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._db = open_db(path, _SCHEMA_SQL)
+        self._db = open_db(path, Schema("costs", 1, _SCHEMA_SQL))
         self._lock = threading.Lock()
 
     def close(self) -> None:

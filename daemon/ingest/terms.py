@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.secrets import REDACTED_RE
-from ..core.sqlitedb import open_db
+from ..core.sqlitedb import Schema, open_db
 from ..ingest.offline import _STOPWORDS
 from ..ingest.textrules import is_generic_title, section_is_boilerplate
 
@@ -348,7 +348,7 @@ class TermIndex:
     """term -> sources bookkeeping for the offline engine (durable: the wiki's own state)."""
 
     def __init__(self, path: Path) -> None:
-        self._db = open_db(path, _SCHEMA, synchronous="NORMAL", autocommit=False)
+        self._db = open_db(path, Schema("terms", 1, _SCHEMA), synchronous="NORMAL", autocommit=False)
         self._lock = threading.RLock()
 
     def close(self) -> None:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.crashpoints import crash_point
-from ..core.sqlitedb import open_db
+from ..core.sqlitedb import Schema, open_db
 
 STATES = ("pending", "running", "ingested", "duplicate", "quarantined", "skipped")
 FINAL_STATES = ("ingested", "duplicate", "quarantined", "skipped")
@@ -115,7 +115,7 @@ class Ledger:
     def __init__(self, db_path: Path) -> None:
         self.path = db_path
         # The ledger is the record of what happened: durable commits.
-        self._db = open_db(db_path, _SCHEMA, synchronous="FULL")
+        self._db = open_db(db_path, Schema("ledger", 1, _SCHEMA), synchronous="FULL")
         self._lock = threading.RLock()
 
     def close(self) -> None:

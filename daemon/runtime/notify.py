@@ -13,6 +13,8 @@ import socket
 
 log = logging.getLogger(__name__)
 
+NOTIFY_TIMEOUT = 2.0
+
 
 def sd_notify(message: str) -> bool:
     address = os.environ.get("NOTIFY_SOCKET")
@@ -22,6 +24,9 @@ def sd_notify(message: str) -> bool:
         address = "\0" + address[1:]
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC) as sock:
+            # A datagram send blocks while the receiver's queue is full (a service manager that
+            # has stopped reading): the daemon's loop must never hang on a status ping.
+            sock.settimeout(NOTIFY_TIMEOUT)
             sock.connect(address)
             sock.sendall(message.encode("utf-8"))
     except OSError as exc:

@@ -16,7 +16,7 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ..core.sqlitedb import open_db
+from ..core.sqlitedb import Schema, open_db
 from ..core.vault import Vault
 from ..wiki.pages import FrontMatterError, link_key, parse_claims, parse_page
 
@@ -143,7 +143,8 @@ class Catalog:
     def __init__(self, vault: Vault) -> None:
         self.vault = vault
         # A cache (rebuilt by `reindex`): no need to survive a power cut.
-        self._db = open_db(vault.state / "catalog.db", _SCHEMA, synchronous="NORMAL", autocommit=False)
+        self._db = open_db(vault.state / "catalog.db", Schema("catalog", 1, _SCHEMA), synchronous="NORMAL",
+                           autocommit=False)
         self._lock = threading.RLock()
         if int(self._db.execute("PRAGMA user_version").fetchone()[0]) < CATALOG_VERSION:
             with self._db:  # built before the claim index: index every page again on the next refresh

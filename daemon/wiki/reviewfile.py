@@ -42,7 +42,7 @@ from typing import Any
 
 from ..core.fsutil import atomic_write_bytes
 from ..core.locks import vault_write_lock
-from ..core.sqlitedb import open_db
+from ..core.sqlitedb import Schema, open_db
 from ..core.vault import Vault
 
 log = logging.getLogger(__name__)
@@ -307,7 +307,7 @@ class ReviewStore:
     """The ``review_items`` table in the state database: every proposal and its answer."""
 
     def __init__(self, db_path: Path) -> None:
-        self._db = open_db(db_path, _SCHEMA)
+        self._db = open_db(db_path, Schema("review", 1, _SCHEMA))
         self._lock = threading.RLock()
 
     def close(self) -> None:
