@@ -83,6 +83,7 @@ STATE_KEY = "sync.state"
 IMPORTED_KEY = "sync.imported"
 REFUSED_KEY = "sync.refused"  # what the last rounds refused from the remote (status shows it)
 REFUSED_KEPT = 50
+REFUSED_HEADING = "Refused from the remote by sync"
 JOURNAL_FILE = "sync-journal.json"
 MAX_BACKOFF = 300.0
 PUSH_ATTEMPTS = 3
@@ -582,7 +583,7 @@ class Syncer:
                 out.append(line)
                 for item_id in added:
                     if line.rstrip().endswith(f"^{item_id}"):
-                        out += [f"{extra}\n" for extra in details[item_id]]
+                        out += [f"{extra}\n" for extra in details.get(item_id, [])]
             return "".join(out)
 
         edit_review(self.vault, attach)
@@ -600,7 +601,8 @@ class Syncer:
         if len(refusals) > 20:
             text = (f"refused from the remote: {len(refusals)} entries of {theirs[:12]} ({refusals[0].why}) — "
                     f"listed below; {take}")
-            item = proposal("sync-refused", text, facts={"commit": theirs, "count": len(refusals)})
+            item = proposal("sync-refused", text, facts={"commit": theirs, "count": len(refusals)},
+                            heading=REFUSED_HEADING)
             lines = [f"    - {code_span(r.path)} ({escape_controls(r.why)})" for r in refusals[:50]]
             if len(refusals) > 50:
                 lines.append(f"    - … and {len(refusals) - 50} more (`git show --stat {theirs[:12]}`)")
@@ -610,7 +612,7 @@ class Syncer:
         for refusal in refusals:
             text = f"refused from the remote: {code_span(refusal.path)} ({refusal.why}) — {take}"
             item = proposal("sync-refused", text, facts={"path": refusal.path, "blob": refusal.blob,
-                                                         "why": refusal.why})
+                                                         "why": refusal.why}, heading=REFUSED_HEADING)
             items.append(item)
             if refusal.quote and refusal.blob in quoted:
                 details[item.id] = _quoted(quoted[refusal.blob].decode("utf-8", "replace"))
@@ -805,11 +807,12 @@ def _quoted(text: str) -> list[str]:
     """The remote's version as inert text under a REVIEW.md item: a fenced code block (never
     rendered), every line behind a bar (no line can close the fence or read as an answer)."""
     rows = text.splitlines()
-    lines = ["    - the remote's version (not applied; quoted as text):", "", "      ```text"]
-    lines += [f"      │ {escape_controls(row)[:400]}" for row in rows[:QUOTE_LINES]]
+    # The fence starts the line (a fence indented under the item is not one to every reader).
+    lines = ["    - the remote's version (not applied; quoted as text below)", "", "```text"]
+    lines += [f"│ {escape_controls(row)[:400]}" for row in rows[:QUOTE_LINES]]
     if len(rows) > QUOTE_LINES:
-        lines.append(f"      │ … {len(rows) - QUOTE_LINES} more lines")
-    lines += ["      ```", ""]
+        lines.append(f"│ … {len(rows) - QUOTE_LINES} more lines")
+    lines += ["```", ""]
     return lines
 
 
