@@ -30,9 +30,17 @@ each only where it still holds HEAD's bytes, so nothing a person typed is overwr
   machines changed keep the remote's version on the page and this machine's in REVIEW.md;
 - any other file: three-way text merge, the same rule; bytes that are not text: the remote's.
 
+Then the result is screened (``door/synctree.py``): only what sync's allow-list lets in comes
+from the remote — safe names under wiki/, raw/, logs/ and the root files, regular files within
+size limits, pages the sanitizer passes; ``.gitignore`` keeps this machine's lines and the
+daemon's section. A refused entry keeps this machine's version in the committed tree (a
+fast-forward becomes a commit on HEAD and the remote's commit), so HEAD, the person's index and
+the working tree never hold it; the commit, status and REVIEW.md say what was refused and why.
+
 A journal (``.wikiwright/sync-journal.json``) names every file written and the commit they
 belong to: a crash before HEAD moved puts back the files the round wrote, one after rolls
-forward, so the working tree never shows the merge as a person's edit.
+forward, so the working tree never shows the merge as a person's edit. A journal naming any
+path off the allow-list is set aside (``.refused``) and reported, never replayed.
 
 Duplicates across machines: the same bytes ingested on two machines before either saw the
 other — the ingest published first (the remote's) stands; this machine's ingest commit

@@ -169,6 +169,8 @@ class Screen:
                 refuse(path, str(exc).split(": ", 1)[-1], blob)
                 continue
             content.append(path)
+        for path in [p for p in final if not git_path_ok(p)]:
+            del final[path]  # an entry no index can hold (left by an older sync): HEAD drops it
         content = self._limit_new(head, candidate, content, refuse)
         self._check_bytes(head, candidate, content, final, refuse)
         self._folders(head, candidate, final, refuse)
