@@ -40,7 +40,7 @@ def cmd_sync(args: argparse.Namespace) -> int:
         catalog.close()
     if args.json:
         emit_json({"state": report.state, "detail": report.detail, "merged": report.merged,
-                   "conflicts": report.conflicts, "duplicates": report.duplicates,
+                   "conflicts": report.conflicts, "duplicates": report.duplicates, "refused": report.refused,
                    "imported": report.imported + imported, "status": summary})
     else:
         print(f"sync: {report.state}" + (f" — {report.detail}" if report.detail else ""))
@@ -48,6 +48,8 @@ def cmd_sync(args: argparse.Namespace) -> int:
             print(f"  conflict kept for review in REVIEW.md: {path}")
         for path in report.duplicates:
             print(f"  duplicate of a source another machine ingested first: {path}")
+        for line in report.refused:
+            print(f"  {line}")
         if summary.get("not_pushed"):
             print(f"  {summary['not_pushed']} commits not pushed")
     return 0 if report.state in ("up-to-date", "integrated", "pushed") else 1

@@ -123,6 +123,12 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(line)
         if sync.get("waiting"):
             print(f"         waits: {sync['waiting']}")
+        refused = sync.get("refused") or []
+        if refused:
+            print(f"         {sync.get('refused_total', len(refused))} entries refused from the remote "
+                  "(not written, not committed; REVIEW.md lists them), the newest:")
+            for line in refused[-10:]:
+                print(f"         {line}")
     for notice in data["notices"]:
         print(f"Notice:  {notice['message']} (since {_ago(notice['since'])})")
     if data["pending"]:

@@ -65,6 +65,11 @@ class GitConfig:
     commit_raw_max_bytes: int = 1_000_000
     # Daily logs are committed in batches, once none has changed for this long.
     commit_logs_after_quiet_seconds: float = 300.0
+    # What one sync round may bring from the remote (door/synctree.py): more new files than
+    # this and none of them is taken; files built by code or that only grow (log.md, index.md,
+    # REVIEW.md, daily logs) up to this size (pages: lint.max_page_bytes; raw/: commit_raw_max_bytes).
+    sync_max_new_files: int = 1000
+    sync_max_file_bytes: int = 20_000_000
 
 
 @dataclass(frozen=True)

@@ -139,6 +139,9 @@ class Door:
                 Syncer(self.config, self.vault, self.ledger, self.catalog, self.repo).recover()
             entry = self.journal.load()
             if entry is None:
+                if self.journal.refused:
+                    self.ledger.set_notice("journal", f"an operation journal was refused, not replayed: "
+                                           f"{self.journal.refused} (set aside as journal.json.refused)")
                 return None
             found = self.repo.log("-F", f"--grep=Wikiwright-Op: {entry.op_id}", limit=1)
             if found:

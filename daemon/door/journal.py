@@ -11,22 +11,31 @@ Recovery (when a door opens, under the write lock): if the operation's commit la
 (``Wikiwright-Op: <id>`` in history) it is rolled forward — the ledger updates the journal
 names are made — else every file still holding the operation's text gets its earlier text
 back. Both are idempotent, so a second crash during recovery is recovered the same way.
+
+A journal is replayed only when every file it names is one the door writes (``wiki/**.md``,
+``REVIEW.md``, ``SCHEMA.md``, ``.gitignore``; no symbolic link on the way) and every blob is a
+blob id: a journal from anywhere else (a synced or forged file) is set aside as
+``journal.json.refused``, never replayed, and :attr:`Journal.refused` says why.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..core.crashpoints import crash_point
+from ..core.errors import UnsafePathError
 from ..core.fsutil import atomic_write_text
+from ..core.vaultpaths import ROOT_FILES, safe_target
 
 log = logging.getLogger(__name__)
 
 JOURNAL_FILE = "journal.json"
+_BLOB_RE = re.compile(r"^[0-9a-f]{40}$")
 
 
 @dataclass
@@ -64,9 +73,26 @@ class JournalEntry:
                    list(data.get("ledger", [])), dict(data.get("page_blobs", {})))
 
 
+def entry_problem(root: Path, entry: JournalEntry) -> str:
+    """Why the door must not replay ``entry`` ('' when it may): a file it does not write, or a
+    value that is not a blob id."""
+    for rel, change in entry.files.items():
+        if not (rel in ROOT_FILES or (rel.startswith("wiki/") and rel.endswith(".md"))):
+            return f"it names {rel[:200]!r}, which the door never writes"
+        try:
+            safe_target(root, rel)
+        except UnsafePathError as exc:
+            return str(exc)[:300]
+        for blob in (change.before, change.after, change.disk_before, change.disk_after):
+            if blob is not None and not (isinstance(blob, str) and _BLOB_RE.match(blob)):
+                return f"its entry for {rel[:200]!r} holds {str(blob)[:60]!r}, not a blob id"
+    return ""
+
+
 class Journal:
     def __init__(self, state_dir: Path) -> None:
         self.path = state_dir / JOURNAL_FILE
+        self.refused = ""  # why the last journal loaded was refused
 
     def save(self, entry: JournalEntry) -> None:
         atomic_write_text(self.path, entry.to_json(), crash_hooks=False)
@@ -74,7 +100,7 @@ class Journal:
 
     def load(self) -> JournalEntry | None:
         try:
-            return JournalEntry.from_json(self.path.read_text(encoding="utf-8"))
+            entry = JournalEntry.from_json(self.path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             return None
         except (ValueError, KeyError, TypeError, IndexError) as exc:
@@ -82,6 +108,14 @@ class Journal:
             log.error("the operation journal %s is unreadable (%s); set aside as %s.bad", self.path, exc, self.path)
             self.path.replace(self.path.with_suffix(".json.bad"))
             return None
+        problem = entry_problem(self.path.parent.parent, entry)
+        if problem:
+            self.refused = problem
+            log.error("the operation journal %s was refused and not replayed: %s; set aside as %s.refused",
+                      self.path, problem, self.path.with_suffix(".json"))
+            self.path.replace(self.path.with_suffix(".json.refused"))
+            return None
+        return entry
 
     def clear(self) -> None:
         self.path.unlink(missing_ok=True)

@@ -30,9 +30,17 @@ each only where it still holds HEAD's bytes, so nothing a person typed is overwr
   machines changed keep the remote's version on the page and this machine's in REVIEW.md;
 - any other file: three-way text merge, the same rule; bytes that are not text: the remote's.
 
+Then the result is screened (``door/synctree.py``): only what sync's allow-list lets in comes
+from the remote — safe names under wiki/, raw/, logs/ and the root files, regular files within
+size limits, pages the sanitizer passes; ``.gitignore`` keeps this machine's lines and the
+daemon's section. A refused entry keeps this machine's version in the committed tree (a
+fast-forward becomes a commit on HEAD and the remote's commit), so HEAD, the person's index and
+the working tree never hold it; the commit, status and REVIEW.md say what was refused and why.
+
 A journal (``.wikiwright/sync-journal.json``) names every file written and the commit they
 belong to: a crash before HEAD moved puts back the files the round wrote, one after rolls
-forward, so the working tree never shows the merge as a person's edit.
+forward, so the working tree never shows the merge as a person's edit. A journal naming any
+path off the allow-list is set aside (``.refused``) and reported, never replayed.
 
 Duplicates across machines: the same bytes ingested on two machines before either saw the
 other — the ingest published first (the remote's) stands; this machine's ingest commit
@@ -46,6 +54,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import subprocess
 import time
 from collections.abc import Iterable, Iterator
@@ -56,11 +65,13 @@ from typing import Any
 
 from ..core.config import Config
 from ..core.crashpoints import crash_point
-from ..core.errors import CommitPaused, WikiwrightError
+from ..core.errors import CommitPaused, UnsafePathError, WikiwrightError
 from ..core.fsutil import atomic_write_bytes
 from ..core.locks import vault_write_lock
+from ..core.logsetup import escape_controls
 from ..core.opkinds import OpKind
 from ..core.vault import Vault
+from ..core.vaultpaths import safe_target, sync_problem
 from ..intake.ledger import Ledger
 from ..vcs.remote import MergeTree, PushResult, Remote, RemoteError, git_status, merge_file
 from ..vcs.repo import (
@@ -72,11 +83,15 @@ from ..vcs.repo import (
 from ..wiki.catalog import Catalog
 from ..wiki.index import INDEX_END, INDEX_START, block_of, render_index_block, splice_index
 from ..wiki.pagemerge import PageMerge, merge_page, merge_plain
+from .synctree import Entry, Refusal, Screen, Screened, build_tree, tree_entries
 
 log = logging.getLogger(__name__)
 
 STATE_KEY = "sync.state"
 IMPORTED_KEY = "sync.imported"
+REFUSED_KEY = "sync.refused"  # what the last rounds refused from the remote (status shows it)
+REFUSED_KEPT = 50
+REFUSED_HEADING = "Refused from the remote by sync"
 JOURNAL_FILE = "sync-journal.json"
 MAX_BACKOFF = 300.0
 PUSH_ATTEMPTS = 3
@@ -97,6 +112,7 @@ class SyncReport:
     conflicts: list[str] = field(default_factory=list)
     duplicates: list[str] = field(default_factory=list)
     imported: int = 0
+    refused: list[str] = field(default_factory=list)  # "path (why)", escaped
 
 
 @dataclass
@@ -249,12 +265,12 @@ class Syncer:
                 return SyncReport("up-to-date", imported=imported)
             imported += self._import_sources(self._ingests(theirs, head), _undone_ingests(self.repo, theirs, head))
             base = self._merge_base(head, theirs) if head else None
-            self._settle_person_edits(self._changed_paths(base, theirs))
+            # Only what sync may write can hold a person's edit it would overwrite; the other
+            # names are never handed to git as pathspecs either.
+            self._settle_person_edits([p for p in self._changed_paths(base, theirs) if not sync_problem(p)])
             head = self.repo.head()
             if head is None or self.remote.is_ancestor(head, theirs):
-                self._move_to(head, theirs, theirs, changed_pages_need_index=False)
-                log.info("sync: fast-forwarded to %s", theirs[:10])
-                return SyncReport("integrated", f"fast-forward to {theirs[:10]}", theirs, imported=imported)
+                return self._fast_forward(head, theirs, imported)
             return self._merge(head, theirs, imported)
 
     def _merge_base(self, head: str, theirs: str) -> str | None:
@@ -279,7 +295,8 @@ class Syncer:
                         "wiki/index.md", "wiki/log.md", "REVIEW.md"})
         dirty: list[str] = []
         for chunk in _chunks(paths, 500):
-            out = self.repo.run("status", "--porcelain", "-z", "--untracked-files=all", "--", *chunk, strip=False)
+            out = self.repo.run("--literal-pathspecs", "status", "--porcelain", "-z", "--untracked-files=all", "--",
+                                *chunk, strip=False)
             for entry in out.split("\0"):
                 if len(entry) > 3 and entry[2] == " ":
                     dirty.append(entry[3:])
@@ -323,6 +340,27 @@ class Syncer:
 
     # -- fast-forward and merge --------------------------------------------------------------
 
+    def _fast_forward(self, head: str | None, theirs: str, imported: int) -> SyncReport:
+        """The remote's commit as it is when every entry it changes passes the screen; else a
+        commit of its tree without the refused entries (on HEAD and the remote's commit)."""
+        screened = self._screen(head, tree_entries(self.repo, theirs))
+        if not screened.changed:
+            self._move_to(head, theirs, theirs, changed_pages_need_index=False)
+            log.info("sync: fast-forwarded to %s", theirs[:10])
+            return SyncReport("integrated", f"fast-forward to {theirs[:10]}", theirs, imported=imported)
+        tree = build_tree(self.repo, screened.entries, self.vault.state / "sync-index")
+        count = len(self.repo.run("rev-list", theirs, *(("--not", head) if head else ())).split())
+        subject = f"sync: take {count} commit(s) from {self.remote.name}/{self.remote.branch}"
+        trailers = {"Wikiwright-Operation": OpKind.SYNC.value, "Wikiwright-Merged": theirs}
+        message = format_message(subject, {**trailers, **_refused_trailer(screened.refused)},
+                                 _refused_body(screened.refused))
+        merged = self._move_to(head, tree, theirs, changed_pages_need_index=True, message=message,
+                               refusals=screened.refused)
+        self._record_refusals(screened.refused, theirs)
+        log.info("%s; %d entries refused", subject, len(screened.refused))
+        return SyncReport("integrated", subject, merged, imported=imported,
+                          refused=[_refusal_line(r) for r in screened.refused])
+
     def _merge(self, head: str, theirs: str, imported: int) -> SyncReport:
         merged = self.remote.merge_tree(head, theirs)
         resolutions: dict[str, bytes | None] = {}
@@ -333,22 +371,36 @@ class Syncer:
             if review is not None:
                 reviews.append((path, review))
         duplicates, undone = self._duplicates(head, theirs, merged, resolutions)
-        tree = self._tree_with(merged.tree, resolutions)
-        report = SyncReport("integrated", "", imported=imported,
-                            conflicts=[p for p, _ in reviews], duplicates=duplicates)
+        screened = self._screen(head, self._tree_with(merged.tree, resolutions))
+        refused = {r.path for r in screened.refused}
+        reviews = [(path, review) for path, review in reviews if path not in refused]  # the local page stays
+        tree = merged.tree if not resolutions and not screened.changed else \
+            build_tree(self.repo, screened.entries, self.vault.state / "sync-index")
+        report = SyncReport("integrated", "", imported=imported, conflicts=[p for p, _ in reviews],
+                            duplicates=duplicates, refused=[_refusal_line(r) for r in screened.refused])
         trailers = {"Wikiwright-Operation": OpKind.SYNC.value, "Wikiwright-Merged": theirs}
         if reviews:
             trailers["Wikiwright-Conflicts"] = ", ".join(p for p, _ in reviews)
         if undone:
             trailers["Wikiwright-Duplicate"] = ", ".join(undone.values())
+        trailers.update(_refused_trailer(screened.refused))
         count = len(self.repo.run("rev-list", theirs, "--not", head).split())
         subject = f"sync: merge {count} commit(s) from {self.remote.name}/{self.remote.branch}"
-        body = "\n".join(f"- {path}: {note}" for path, review in reviews for note in review.notes)
+        body = "\n".join([*(f"- {path}: {note}" for path, review in reviews for note in review.notes),
+                          *([_refused_body(screened.refused)] if screened.refused else [])])
         report.merged = self._move_to(head, tree, theirs, changed_pages_need_index=True,
-                                      message=format_message(subject, trailers, body), reviews=reviews)
+                                      message=format_message(subject, trailers, body), reviews=reviews,
+                                      refusals=screened.refused)
+        self._record_refusals(screened.refused, theirs)
         report.detail = subject
-        log.info("%s%s", subject, f"; conflicts kept for review: {', '.join(report.conflicts)}" if reviews else "")
+        log.info("%s%s%s", subject, f"; conflicts kept for review: {', '.join(report.conflicts)}" if reviews else "",
+                 f"; {len(screened.refused)} entries refused" if screened.refused else "")
         return report
+
+    def _screen(self, head: str | None, candidate: dict[str, Entry]) -> Screened:
+        """The candidate tree's entries with what this vault refuses put back as HEAD has them."""
+        screen = Screen(self.config, self.repo, self.vault.root, _read_blobs)
+        return screen.run(tree_entries(self.repo, head), candidate)
 
     def _resolve(self, path: str, texts: dict[int, bytes | None]) -> tuple[bytes | None, PageMerge | None]:
         """One conflicted path: the bytes it ends with (None: deleted) and what a person should see."""
@@ -404,19 +456,15 @@ class Syncer:
             undone[mine.commit] = f"{mine.commit} {mine.sha256}"
         return found, undone
 
-    def _tree_with(self, tree: str, resolutions: dict[str, bytes | None]) -> str:
-        if not resolutions:
-            return tree
-        with self._scratch_index() as env:
-            self.repo.run("read-tree", tree, env=env)
-            lines = []
-            for path, data in resolutions.items():
-                if data is None:
-                    lines.append(f"0 {_ZERO}\t{path}")
-                else:
-                    lines.append(f"100644 {_hash_blob(self.repo, data)}\t{path}")
-            _update_index(self.repo, lines, env)
-            return self.repo.run("write-tree", env=env)
+    def _tree_with(self, tree: str, resolutions: dict[str, bytes | None]) -> dict[str, Entry]:
+        """The merged tree's entries with the resolved conflicts (read as objects: no index)."""
+        entries = tree_entries(self.repo, tree)
+        for path, data in resolutions.items():
+            if data is None:
+                entries.pop(path, None)
+            else:
+                entries[path] = ("100644", _hash_blob(self.repo, data))
+        return entries
 
     @contextmanager
     def _scratch_index(self) -> Iterator[dict[str, str]]:
@@ -428,7 +476,8 @@ class Syncer:
             path.unlink(missing_ok=True)
 
     def _move_to(self, head: str | None, target: str, theirs: str, *, changed_pages_need_index: bool,
-                 message: str = "", reviews: list[tuple[str, PageMerge]] | None = None) -> str:
+                 message: str = "", reviews: list[tuple[str, PageMerge]] | None = None,
+                 refusals: list[Refusal] | None = None) -> str:
         """Write the files that change from ``head`` to ``target`` (a commit, or a tree to commit
         on ``head`` and ``theirs``) and move HEAD there, journalled; returns the new HEAD."""
         changes = _tree_changes(self.repo, head, target)
@@ -441,7 +490,7 @@ class Syncer:
         commit = target
         if message:
             extra = self._after_merge_files(changed_pages_need_index and bool(pages), reviews or [], journal,
-                                            head)
+                                            head, refusals or [], theirs)
             tree = target
             if extra:
                 with self._scratch_index() as env:
@@ -473,18 +522,20 @@ class Syncer:
         return commit
 
     def _after_merge_files(self, rebuild: bool, reviews: list[tuple[str, PageMerge]],
-                           journal: dict[str, Any], head: str | None) -> dict[str, bytes]:
-        """index.md rebuilt from the merged pages; REVIEW.md items for what did not merge."""
+                           journal: dict[str, Any], head: str | None, refusals: list[Refusal],
+                           theirs: str) -> dict[str, bytes]:
+        """index.md rebuilt from the merged pages; REVIEW.md items for what did not merge and
+        for what was refused."""
         extra: dict[str, bytes] = {}
-        targets = (["wiki/index.md"] if rebuild else []) + (["REVIEW.md"] if reviews else [])
+        targets = (["wiki/index.md"] if rebuild else []) + (["REVIEW.md"] if reviews or refusals else [])
         for path in targets:
             entry = journal["paths"].setdefault(path, [_blob_at(self.repo, head, path), "?"])
             entry[1] = "?"
         self._write_journal(journal)
         if rebuild:
             self._rebuild_index()
-        if reviews:
-            self._propose(reviews)
+        if reviews or refusals:
+            self._propose(reviews, refusals, theirs)
         for path in targets:
             try:
                 data = (self.vault.root / path).read_bytes()
@@ -508,11 +559,12 @@ class Syncer:
         if updated != current:
             atomic_write_bytes(path, updated.encode("utf-8"))
 
-    def _propose(self, reviews: list[tuple[str, PageMerge]]) -> None:
+    def _propose(self, reviews: list[tuple[str, PageMerge]], refusals: list[Refusal], theirs: str) -> None:
         from ..wiki.reviewfile import add_proposals, edit_review, proposal
 
         items = []
         details: dict[str, list[str]] = {}
+        refused_items, refused_details = self._refusal_items(refusals, theirs)
         for path, review in reviews:
             text = (f"`{path}`: this machine and the remote changed the same lines; the remote's version is on "
                     "the page, this machine's is quoted below — copy what should stay, then tick")
@@ -527,7 +579,9 @@ class Syncer:
                 lines += [f"      > {line}" for line in theirs.splitlines()] or ["      > (none)"]
             lines += [f"    - {note}" for note in review.notes]
             details[item.id] = lines
-        added = add_proposals(self.vault, "sync-conflict", items)
+        added = add_proposals(self.vault, "sync-conflict", items) if items else []
+        added += add_proposals(self.vault, "sync-refused", refused_items) if refused_items else []
+        details.update(refused_details)
         if not added:
             return
 
@@ -537,10 +591,55 @@ class Syncer:
                 out.append(line)
                 for item_id in added:
                     if line.rstrip().endswith(f"^{item_id}"):
-                        out += [f"{extra}\n" for extra in details[item_id]]
+                        out += [f"{extra}\n" for extra in details.get(item_id, [])]
             return "".join(out)
 
         edit_review(self.vault, attach)
+
+    def _refusal_items(self, refusals: list[Refusal], theirs: str) -> tuple[list[Any], dict[str, list[str]]]:
+        """One REVIEW.md item per refused entry (one for all when there are many); a held page's
+        remote version quoted as text in a code block (never rendered, never read as an answer)."""
+        from ..wiki.reviewfile import proposal
+        from ..wiki.sanitize import code_span
+
+        if not refusals:
+            return [], {}
+        take = (f"to take it anyway: `git checkout {theirs[:12]} -- <path>`, read it, commit it; tick when "
+                "done")
+        if len(refusals) > 20:
+            text = (f"refused from the remote: {len(refusals)} entries of {theirs[:12]} ({refusals[0].why}) — "
+                    f"listed below; {take}")
+            item = proposal("sync-refused", text, facts={"commit": theirs, "count": len(refusals)},
+                            heading=REFUSED_HEADING)
+            lines = [f"    - {code_span(r.path)} ({escape_controls(r.why)})" for r in refusals[:50]]
+            if len(refusals) > 50:
+                lines.append(f"    - … and {len(refusals) - 50} more (`git show --stat {theirs[:12]}`)")
+            return [item], {item.id: lines}
+        items, details = [], {}
+        quoted = _read_blobs(self.repo, [r.blob for r in refusals if r.quote and r.blob])
+        for refusal in refusals:
+            text = f"refused from the remote: {code_span(refusal.path)} ({refusal.why}) — {take}"
+            item = proposal("sync-refused", text, facts={"path": refusal.path, "blob": refusal.blob,
+                                                         "why": refusal.why}, heading=REFUSED_HEADING)
+            items.append(item)
+            if refusal.quote and refusal.blob in quoted:
+                details[item.id] = _quoted(quoted[refusal.blob].decode("utf-8", "replace"))
+        return items, details
+
+    def _record_refusals(self, refusals: list[Refusal], theirs: str) -> None:
+        """What was refused, for status (the newest kept); a person sees it until the next refusal."""
+        if not refusals:
+            return
+        try:
+            data = json.loads(self.ledger.get_kv(REFUSED_KEY, "{}"))
+        except ValueError:
+            data = {}
+        items = [*data.get("items", []), *({"path": escape_controls(r.path)[:300], "why": r.why[:300],
+                                           "commit": theirs} for r in refusals)][-REFUSED_KEPT:]
+        self.ledger.set_kv(REFUSED_KEY, json.dumps({"items": items, "total": int(data.get("total", 0)) + len(refusals),
+                                                    "last": time.time()}))
+        log.warning("sync refused %d entries from the remote (%s); see status and REVIEW.md", len(refusals),
+                    theirs[:10])
 
     def _commit_tree(self, tree: str, parents: list[str], message: str) -> str:
         message_file = self.vault.state / f"sync-msg-{os.getpid()}"
@@ -566,10 +665,14 @@ class Syncer:
         plan: list[tuple[str, str, str]] = []
         skipped: list[str] = []
         for path, (old, new, mode) in changes.items():
-            disk = _disk_blob(self.vault.root / path)
+            target = self._target(path)
+            if target is None:
+                skipped.append(path)
+                continue
+            disk = _disk_blob(target)
             if disk == (new or ""):
                 continue
-            if disk != (old or "") or mode == "120000":
+            if disk != (old or "") or mode not in ("100644", "100755", "000000"):
                 skipped.append(path)
                 log.warning("sync: %s has changes of a person's that are not committed; left as it is", path)
                 continue
@@ -589,19 +692,32 @@ class Syncer:
         crash_point("sync-files-written")
         return skipped
 
+    def _target(self, path: str) -> Path | None:
+        """Where sync may write ``path``: on the allow-list, no symbolic link on the way (else None)."""
+        problem = sync_problem(path)
+        try:
+            if problem:
+                raise UnsafePathError(problem)
+            return safe_target(self.vault.root, path)
+        except UnsafePathError as exc:
+            log.error("sync: %s is not written: %s", escape_controls(path)[:300], exc)
+            return None
+
     def _roll(self, journal: dict[str, Any], *, forward: bool) -> None:
         """Finish (forward) or undo (back) a journalled round's file writes: only our own bytes."""
         wanted = {}
         for path, (old, new) in journal.get("paths", {}).items():
             have, want = (old, new) if forward else (new, old)
-            if have == "?" or want == "?":
+            if have == "?" or want == "?" or self._target(path) is None:
                 continue
             disk = _disk_blob(self.vault.root / path)
             if disk == have and disk != want:
                 wanted[path] = want
         contents = _read_blobs(self.repo, [blob for blob in wanted.values() if blob])
         for path, blob in wanted.items():
-            target = self.vault.root / path
+            target = self._target(path)
+            if target is None:
+                continue
             if blob:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 atomic_write_bytes(target, contents[blob])
@@ -617,6 +733,16 @@ class Syncer:
         except ValueError:
             self._journal_path().unlink(missing_ok=True)
             return None
+        problem = _journal_problem(journal)
+        if problem:
+            # Never replayed: a journal that names anything sync may not write is not ours.
+            aside = self._journal_path().with_suffix(".json.refused")
+            self._journal_path().replace(aside)
+            log.error("sync: the sync journal was refused and not replayed (%s); set aside as %s", problem, aside)
+            self.ledger.set_notice("sync-journal", f"the sync journal was refused, not replayed: {problem} "
+                                   f"(set aside as {aside.name})")
+            self._record_refusals([Refusal(f".wikiwright/{JOURNAL_FILE}", f"a journal that {problem}")], "")
+            return "refused"
         head = self.repo.head()
         forward = bool(journal.get("commit")) and head == journal.get("commit")
         self._roll(journal, forward=forward)
@@ -640,8 +766,9 @@ class Syncer:
                 if entry:
                     info, _, path = entry.partition("\t")
                     mode, _kind, blob = info.split()
-                    present[path] = f"{mode} {blob}\t{path}"
-            lines += [present.get(path, f"0 {_ZERO}\t{path}") for path in chunk]
+                    if mode in ("100644", "100755"):  # never a link or a gitlink in the person's index
+                        present[path] = f"{mode} {blob}\t{path}"
+            lines += [present.get(path, f"0 {_ZERO}\t{path}") for path in chunk if not sync_problem(path)]
         try:
             # No `update-index --refresh` (it stats every file of a large wiki): the few entries
             # written here have no stat data, so git re-reads just those files once.
@@ -662,6 +789,39 @@ class Syncer:
                 continue
         if blobs:
             self.ledger.set_page_blobs(blobs)
+
+
+# -- refusals, in words ------------------------------------------------------------------------
+
+QUOTE_LINES = 60
+
+
+def _refusal_line(refusal: Refusal) -> str:
+    return f"refused from the remote: {escape_controls(refusal.path)[:300]} ({refusal.why})"
+
+
+def _refused_trailer(refusals: list[Refusal]) -> dict[str, str]:
+    return {"Wikiwright-Refused": str(len(refusals))} if refusals else {}
+
+
+def _refused_body(refusals: list[Refusal]) -> str:
+    lines = [f"- {_refusal_line(r)}" for r in refusals[:100]]
+    if len(refusals) > 100:
+        lines.append(f"- … and {len(refusals) - 100} more")
+    return "\n".join(lines)
+
+
+def _quoted(text: str) -> list[str]:
+    """The remote's version as inert text under a REVIEW.md item: a fenced code block (never
+    rendered), every line behind a bar (no line can close the fence or read as an answer)."""
+    rows = text.splitlines()
+    # The fence starts the line (a fence indented under the item is not one to every reader).
+    lines = ["    - the remote's version (not applied; quoted as text below)", "", "```text"]
+    lines += [f"│ {escape_controls(row)[:400]}" for row in rows[:QUOTE_LINES]]
+    if len(rows) > QUOTE_LINES:
+        lines.append(f"│ … {len(rows) - QUOTE_LINES} more lines")
+    lines += ["```", ""]
+    return lines
 
 
 # -- the ledger from history ------------------------------------------------------------------
@@ -702,6 +862,28 @@ def rebuild_ledger_sources(repo: GitRepo, ledger: Ledger) -> int:
 
 
 # -- small git helpers ------------------------------------------------------------------------
+
+_SHA_RE = re.compile(r"^[0-9a-f]{40}$")
+
+
+def _journal_problem(journal: Any) -> str:
+    """Why a sync journal is not one sync wrote ('' when it is): every path on the allow-list,
+    every value a blob or commit id."""
+    if not isinstance(journal, dict) or not isinstance(journal.get("paths", {}), dict):
+        return "is not a sync journal"
+    for key in ("old_head", "commit"):
+        value = journal.get(key)
+        if value not in (None, "") and not (isinstance(value, str) and _SHA_RE.match(value)):
+            return f"has a {key} that is not a commit id"
+    for path, row in journal.get("paths", {}).items():
+        problem = sync_problem(path) if isinstance(path, str) else "not a path"
+        if problem:
+            return f"names {escape_controls(str(path))[:200]!r} ({problem})"
+        if not (isinstance(row, list) and len(row) == 2
+                and all(isinstance(v, str) and (v in ("", "?") or _SHA_RE.match(v)) for v in row)):
+            return f"has an entry for {escape_controls(path)[:200]!r} that is not two blob ids"
+    return ""
+
 
 def _chunks(items: list[str], size: int) -> Iterable[list[str]]:
     for start in range(0, len(items), size):
@@ -856,7 +1038,14 @@ def sync_summary(config: Config, ledger: Ledger, repo: GitRepo) -> dict[str, Any
         ahead, behind = remote.ahead_behind()
     except (git.GitCommandError, ValueError):
         ahead, behind = 0, 0
+    try:
+        refused = json.loads(ledger.get_kv(REFUSED_KEY, "{}"))
+    except ValueError:
+        refused = {}
     return {
+        "refused": [f"refused from the remote: {item.get('path', '')} ({item.get('why', '')})"
+                    for item in refused.get("items", [])] if isinstance(refused, dict) else [],
+        "refused_total": int(refused.get("total", 0)) if isinstance(refused, dict) else 0,
         "enabled": True, "remote": remote.name, "branch": remote.branch, "ahead": ahead, "behind": behind,
         "not_pushed": ahead, "push": config.git.push, "interval_seconds": config.git.sync_interval_seconds,
         "last_sync": state.get("last_success", 0), "last_fetch": state.get("last_fetch", 0),
