@@ -22,9 +22,10 @@ The merge is computed without touching the working tree (``git merge-tree --writ
 conflicts are resolved by what each file is, and only then are the changed files written —
 each only where it still holds HEAD's bytes, so nothing a person typed is overwritten:
 
-- ``wiki/index.md`` is rebuilt from the merged pages (the person's text around the generated
-  block merged like any text); overview.md keeps the remote's generated block (this machine's
-  next ingest rebuilds it) and both sides' text around it; ``wiki/log.md``, ``REVIEW.md``,
+- files with a generated block merge by block (``wiki/blockmerge.py``): the text before and
+  after it keeps both machines' lines, never one side's whole file; index.md's block is then
+  rebuilt from the merged pages, overview.md keeps the remote's block (this machine's next
+  ingest rebuilds it); ``wiki/log.md``, ``REVIEW.md``,
   ``.gitignore`` and daily logs keep both sides' lines (they only grow);
 - pages merge by front matter key, by claim and by text (``wiki/pagemerge.py``); lines both
   machines changed keep the remote's version on the page and this machine's in REVIEW.md;
@@ -69,9 +70,10 @@ from ..vcs.repo import (
     git,  # GitPython, imported only when one of its errors is raised or matched
     git_blob_id,
 )
+from ..wiki.blockmerge import Markers, merge_with_block
 from ..wiki.catalog import Catalog
 from ..wiki.index import INDEX_END, INDEX_START, block_of, render_index_block, splice_index
-from ..wiki.pagemerge import PageMerge, merge_page, merge_plain
+from ..wiki.pagemerge import Merge3, PageMerge, merge_page, merge_plain
 
 log = logging.getLogger(__name__)
 
@@ -709,35 +711,22 @@ def _chunks(items: list[str], size: int) -> Iterable[list[str]]:
 
 
 def _merge_index(repo: GitRepo, base: str, ours: str, theirs: str) -> str:
-    """index.md: the person's text around the generated block merged; the block is rebuilt later."""
-    def outside(text: str) -> str:
-        start, end = text.find(INDEX_START), text.find(INDEX_END)
-        if start != -1 and end > start:
-            return text[:start] + INDEX_START + "\n" + text[end:]
-        return text
-
-    merged, _clean = merge_file(repo, outside(base), outside(ours), outside(theirs), "union")
-    if merged.count(INDEX_START) > 1 or merged.count(INDEX_END) > 1:
-        return outside(theirs)
-    return merged
+    """index.md: the person's text before and after the generated block keeps both machines'
+    lines; the block is rebuilt from the merged pages afterwards (``_rebuild_index``)."""
+    return merge_with_block(base, ours, theirs, Markers(INDEX_START, INDEX_END), _union_merge3(repo))
 
 
 def _merge_overview(repo: GitRepo, base: str, ours: str, theirs: str) -> str:
-    """overview.md: the person's text around the generated block keeps both sides' lines; the
-    block is the remote's (this machine's next ingest rebuilds it)."""
-    def split(text: str) -> tuple[str, str]:
-        start, end = text.find(_OVERVIEW_START), text.find(_OVERVIEW_END)
-        if start == -1 or end < start:
-            return text, ""
-        end += len(_OVERVIEW_END)
-        return text[:start] + _OVERVIEW_START + "\n" + text[end:], text[start:end]
+    """overview.md: the person's text before and after the generated block keeps both
+    machines' lines; the block is the remote's (this machine's next ingest rebuilds it: the
+    term index it is built from is the ingest room's)."""
+    return merge_with_block(base, ours, theirs, Markers(_OVERVIEW_START, _OVERVIEW_END), _union_merge3(repo))
 
-    (b, _), (o, o_block), (t, t_block) = split(base), split(ours), split(theirs)
-    merged, _clean = merge_file(repo, b, o, t, "union")
-    block = t_block or o_block
-    if merged.count(_OVERVIEW_START) != 1:
-        return theirs
-    return merged.replace(_OVERVIEW_START + "\n", block, 1) if block else merged.replace(_OVERVIEW_START + "\n", "", 1)
+
+def _union_merge3(repo: GitRepo) -> Merge3:
+    def merge3(base: str, ours: str, theirs: str, favour: str) -> tuple[str, bool]:
+        return merge_file(repo, base, ours, theirs, favour)
+    return merge3
 
 
 def _merge_appended(repo: GitRepo, base: str, ours: str, theirs: str) -> str:
