@@ -9,6 +9,9 @@ Real parts only: a bare remote, clones, an attacker clone that pushes crafted co
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,10 +19,11 @@ from pathlib import Path
 import pytest
 from wikiwright.door.sync import _merge_index
 from wikiwright.ingest.concepts import OVERVIEW_END, OVERVIEW_START
+from wikiwright.runtime.status import gather
 from wikiwright.vcs.repo import GitRepo
 from wikiwright.wiki.index import INDEX_END, INDEX_START
 
-from tests.helpers import git
+from tests.helpers import cli, git
 from tests.test_sync import Machine, source_text
 
 PERSON_LINES = ("Person line one, before the block.", "Person line two, after the block.",
@@ -88,3 +92,161 @@ def test_index_merge_keeps_the_persons_lines_when_the_base_has_no_block(vault) -
     assert merged.count(INDEX_START) == 1 and merged.count(INDEX_END) == 1, merged
     assert "A person's preface." in merged
 
+
+
+# -- trailers from other machines are claims -------------------------------------------------------
+
+class Attacker:
+    """A clone of the shared remote that pushes commits made by hand: any tree, any message."""
+
+    def __init__(self, remote: Path, where: Path) -> None:
+        subprocess.run(["git", "clone", "-q", str(remote), str(where)], check=True)
+        self.root = where
+
+    def push(self, subject: str, trailers: dict[str, str], files: dict[str, bytes] | None = None) -> str:
+        git(self.root, "fetch", "-q", "origin")
+        env = {**os.environ, "GIT_INDEX_FILE": str(self.root / ".git" / "crafted-index")}
+
+        def run(*args: str, data: bytes | None = None) -> str:
+            return subprocess.run(["git", "-C", str(self.root), *args], input=data, capture_output=True, env=env,
+                                  check=True).stdout.decode().strip()
+
+        run("read-tree", "origin/main")
+        for path, data in (files or {}).items():
+            blob = run("hash-object", "-w", "--stdin", data=data)
+            run("update-index", "--add", "--cacheinfo", f"100644,{blob},{path}")
+        message = subject + "\n\n" + "".join(f"{key}: {value}\n" for key, value in trailers.items())
+        commit = run("commit-tree", run("write-tree"), "-p", "origin/main", data=message.encode())
+        git(self.root, "push", "-q", "origin", f"{commit}:refs/heads/main")
+        return commit
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _drop(machine: Machine, name: str, text: str) -> Path:
+    """A file lands in the victim's raw/ and is seen (queued), not yet ingested."""
+    path = machine.vault.raw / name
+    path.write_text(text, encoding="utf-8")
+    machine.registrar.register(path)
+    return path
+
+
+def _drain(machine: Machine) -> None:
+    while machine.pipeline.drain_once() is not None:
+        pass
+
+
+def _ingest_commits(root: Path, sha256: str) -> list[str]:
+    out = git(root, "log", "--format=%H", "-F", f"--grep=sha256:{sha256}", "--grep=Wikiwright-Operation: ingest",
+              "--all-match")
+    return out.split()
+
+
+def _refusal_visible(machine: Machine) -> None:
+    notices = [n["message"] for n in gather(machine.config, machine.vault)["notices"]]
+    assert any("refused from the remote" in message for message in notices), notices
+    review = machine.vault.review_file.read_text(encoding="utf-8")
+    assert "refused from the remote" in review, review
+
+
+def _doctor_green(machine: Machine, env: dict[str, str]) -> None:
+    done = cli("doctor", "--json", "--no-repair", "--vault", str(machine.root), env=env)
+    assert json.loads(done.stdout)["ok"], done.stdout
+
+
+def _victim_ingested_its_own(machine: Machine, rel: str, sha256: str, page: str, forged: str) -> None:
+    record = machine.ledger.get_file(rel)
+    assert record is not None and record.state == "ingested", record
+    assert record.commit_sha != forged and record.page == page, record
+    assert (machine.root / "wiki" / f"{page}.md").exists()
+    commits = [sha for sha in _ingest_commits(machine.root, sha256) if sha != forged]
+    assert commits == [record.commit_sha], commits  # this machine's own ingest, once
+
+
+def test_forged_source_trailer_for_bytes_the_victim_holds(world: tuple[Path, Machine, Machine], tmp_path: Path,
+                                                          isolated_env: dict[str, str]) -> None:
+    """A commit that claims to have ingested bytes it does not hold (bytes the victim has in
+    raw/): old code recorded them ingested, on no page, and never ingested them (doctor green)."""
+    remote, _ma, mb = world
+    text = source_text(4, "secrets of the victim")
+    _drop(mb, "secret.md", text)
+    sha = _sha(text.encode())
+    forged = Attacker(remote, tmp_path / "evil").push("ingest: Secret", {
+        "Wikiwright-Operation": "ingest", "Wikiwright-Source": f"raw/secret.md sha256:{sha}",
+        "Wikiwright-Pages": "wiki/sources/src-secret.md"})
+    mb.sync()
+    _drain(mb)
+    _victim_ingested_its_own(mb, "raw/secret.md", sha, "sources/src-secret", forged)
+    _refusal_visible(mb)
+    _doctor_green(mb, isolated_env)
+
+
+def test_forged_pages_trailer_cannot_bind_a_source_to_index(world: tuple[Path, Machine, Machine], tmp_path: Path,
+                                                            isolated_env: dict[str, str]) -> None:
+    """A commit that holds the victim's very bytes at their raw/ path but names wiki/index.md as
+    their page (and changes index.md): old code recorded the source ingested on ``index`` (the
+    victim's own ingest never ran; with other bytes its source page replaced index.md)."""
+    remote, _ma, mb = world
+    text = source_text(5, "notes of the victim")
+    _drop(mb, "notes.md", text)
+    attacker = Attacker(remote, tmp_path / "evil")
+    index = (attacker.root / "wiki" / "index.md").read_bytes() + b"\nA forged line.\n"
+    forged = attacker.push("ingest: Notes", {
+        "Wikiwright-Operation": "ingest", "Wikiwright-Source": f"raw/notes.md sha256:{_sha(text.encode())}",
+        "Wikiwright-Pages": "wiki/index.md"}, {"raw/notes.md": text.encode(), "wiki/index.md": index})
+    mb.sync()
+    _drain(mb)
+    _victim_ingested_its_own(mb, "raw/notes.md", _sha(text.encode()), "sources/src-notes", forged)
+    index_text = (mb.root / "wiki" / "index.md").read_text(encoding="utf-8")
+    assert INDEX_START in index_text and "type: index" in index_text and "[[src-notes" in index_text, index_text
+    _refusal_visible(mb)
+    _doctor_green(mb, isolated_env)
+
+
+def test_forged_pages_trailer_cannot_leave_a_source_pending(world: tuple[Path, Machine, Machine], tmp_path: Path,
+                                                            isolated_env: dict[str, str]) -> None:
+    """A claim binding the victim's raw/ path to a page outside wiki/: old code bound it, and the
+    victim's source stayed pending for good ("page path … climbs out of wiki/")."""
+    remote, _ma, mb = world
+    text = source_text(6, "pears")
+    _drop(mb, "pears.md", text)
+    forged = Attacker(remote, tmp_path / "evil").push("ingest: Pears", {
+        "Wikiwright-Operation": "ingest", "Wikiwright-Source": f"raw/pears.md sha256:{'ab' * 32}",
+        "Wikiwright-Pages": "wiki/sources/../../pears.md"})
+    mb.sync()
+    _drain(mb)
+    _victim_ingested_its_own(mb, "raw/pears.md", _sha(text.encode()), "sources/src-pears", forged)
+    _refusal_visible(mb)
+    _doctor_green(mb, isolated_env)
+
+
+def test_forged_duplicate_trailer_does_not_make_a_fresh_clone_reingest(world: tuple[Path, Machine, Machine],
+                                                                       tmp_path: Path,
+                                                                       isolated_env: dict[str, str]) -> None:
+    """A sync commit claiming that the one ingest of a source was undone as a duplicate: old
+    code skipped that ingest when a fresh clone rebuilt its ledger, so the clone ingested the
+    source (its bytes are in git) a second time."""
+    remote, ma, _mb = world
+    text = source_text(7, "shared facts")
+    ma.ingest("shared.md", text)
+    ma.sync()
+    sha = _sha(text.encode())
+    (original,) = _ingest_commits(ma.root, sha)
+    Attacker(remote, tmp_path / "evil").push("sync: merge 1 commit(s) from origin/main", {
+        "Wikiwright-Operation": "sync", "Wikiwright-Duplicate": f"{original} {sha}"})
+    subprocess.run(["git", "clone", "-q", str(remote), str(tmp_path / "c")], check=True)
+    mc = Machine(tmp_path / "c")
+    try:
+        mc.sync()
+        assert (mc.vault.raw / "shared.md").exists()  # the source came with the clone
+        mc.registrar.register(mc.vault.raw / "shared.md")
+        _drain(mc)
+        record = mc.ledger.get_file("raw/shared.md")
+        assert record is not None and record.state == "ingested" and record.commit_sha == original, record
+        assert _ingest_commits(mc.root, sha) == [original]
+        _refusal_visible(mc)
+        _doctor_green(mc, isolated_env)
+    finally:
+        mc.close()

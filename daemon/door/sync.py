@@ -74,6 +74,15 @@ from ..wiki.blockmerge import Markers, merge_with_block
 from ..wiki.catalog import Catalog
 from ..wiki.index import INDEX_END, INDEX_START, block_of, render_index_block, splice_index
 from ..wiki.pagemerge import Merge3, PageMerge, merge_page, merge_plain
+from .trailers import (
+    REFUSED_KEY,
+    Refusal,
+    VerifiedIngest,
+    keep_refusals,
+    pending_refusals,
+    read_duplicates,
+    read_ingests,
+)
 
 log = logging.getLogger(__name__)
 
@@ -101,13 +110,8 @@ class SyncReport:
     imported: int = 0
 
 
-@dataclass
-class _Source:
-    commit: str
-    path: str
-    sha256: str
-    page: str
-    title: str
+# An ingest another machine (or this vault's history) claims, as its commit bears it out.
+_Source = VerifiedIngest
 
 
 class Syncer:
@@ -121,6 +125,7 @@ class Syncer:
         self.repo = repo
         self.remote = Remote(repo, config.git.remote, config.git.branch)
         self._round_times: dict[str, float] = {}
+        self._refused: list[Refusal] = []  # trailers refused this round, kept by _import_sources
 
     @property
     def enabled(self) -> bool:
@@ -187,6 +192,7 @@ class Syncer:
         report = self.integrate(theirs)
         if report.state == "paused":
             return report
+        self._propose_refused()
         if self.config.git.push:
             for _attempt in range(PUSH_ATTEMPTS):
                 result, detail = self.remote.push()
@@ -216,6 +222,26 @@ class Syncer:
         if was_waiting:
             self.ledger.clear_notice("sync")
         return report
+
+    def _propose_refused(self) -> None:
+        """Trailers refused while integrating, as REVIEW.md items (one door operation; the list
+        is cleared in its journaled ledger step, so a crash neither loses nor repeats one)."""
+        refused = pending_refusals(self.ledger)
+        if not refused:
+            return
+        from .door import Door
+
+        door = Door(self.config, self.vault, self.ledger, self.catalog, self.repo)
+        with door.operation(OpKind.SYNC, "refused from the remote") as op:
+            added = op.propose("sync-refused", [
+                {"description": refusal.line() + "; this machine ingests its own copy of any bytes it holds — "
+                 "tick to acknowledge", "facts": {"commit": refusal.commit, "what": refusal.what}, "fix": {}}
+                for refusal in refused])
+            if added:
+                op.details += [refusal.line() for refusal in refused]
+                op.ledger_after_commit("set_kv", REFUSED_KEY, "[]")
+        if not added:  # all in REVIEW.md already (answered or not): nothing to commit
+            self.ledger.set_kv(REFUSED_KEY, "[]")
 
     def _repository_problem(self) -> str | None:
         problem = self.repo.problem()
@@ -290,19 +316,13 @@ class Syncer:
 
     # -- the other machines' ingests ---------------------------------------------------------
 
-    def _ingests(self, tip: str, *exclude: str | None) -> list[_Source]:
-        args = [tip, *(arg for ex in exclude if ex for arg in ("--not", ex))]
-        found = []
-        for commit in self.repo.log(*args, "-F", f"--grep=Wikiwright-Operation: {OpKind.INGEST.value}"):
-            source = commit.trailers.get("Wikiwright-Source", "")
-            path, _, sha = source.rpartition(" sha256:")
-            pages = [p.strip() for p in commit.trailers.get("Wikiwright-Pages", "").split(",") if p.strip()]
-            page = next((p for p in pages if p.startswith("wiki/sources/")), pages[0] if pages else "")
-            page = page.removeprefix("wiki/").removesuffix(".md")
-            title = commit.subject.removeprefix("ingest: ")
-            if path and sha:
-                found.append(_Source(commit.sha, path, sha, page, title))
-        return found
+    def _ingests(self, tip: str, *exclude: str | None, report: bool = True) -> list[_Source]:
+        """The ingests in ``tip`` and not in ``exclude`` whose trailers their commits bear out
+        (door/trailers.py); the refused ones are kept for status and REVIEW.md (``report``)."""
+        verified, refused = read_ingests(self.repo, [tip, *(arg for ex in exclude if ex for arg in ("--not", ex))])
+        if report:
+            self._refused += refused
+        return verified
 
     def _import_sources(self, sources: list[_Source], undone: set[str] | None = None) -> int:
         """Record ingests from the shared history in this ledger (oldest first: the first wins)."""
@@ -313,6 +333,8 @@ class Syncer:
             if self.ledger.record_shared_source(source.sha256, source.path, source.page, source.title,
                                                 source.commit, "shared history"):
                 count += 1
+        refused, self._refused = [*self._refused, *getattr(undone, "refused", [])], []
+        keep_refusals(self.ledger, refused, holds=_held_sha256s(self.ledger))
         return count
 
     def _import_history_once(self) -> int:
@@ -385,12 +407,12 @@ class Syncer:
     def _duplicates(self, head: str, theirs: str, merged: MergeTree,
                     resolutions: dict[str, bytes | None]) -> tuple[list[str], dict[str, str]]:
         """This machine's unpublished ingests of bytes the remote already ingested: theirs stands."""
-        remote = {s.sha256: s for s in self._ingests(theirs, head)}
+        remote = {s.sha256: s for s in self._ingests(theirs, head, report=False)}
         if not remote:
             return [], {}
         found: list[str] = []
         undone: dict[str, str] = {}
-        for mine in self._ingests(head, theirs):
+        for mine in self._ingests(head, theirs, report=False):
             first = remote.get(mine.sha256)
             if first is None:
                 continue
@@ -652,55 +674,59 @@ class Syncer:
             log.warning("sync: merged, but the git index could not be updated yet: %s", exc)
 
     def _remember_pages(self, commit: str, pages: list[str]) -> None:
-        """Pages new to this machine: what the merge wrote is the base of the daemon's next change."""
-        blobs = {}
-        for page in pages:
-            if self.ledger.page_blob(page) is not None:
-                continue
-            path = self.vault.wiki / f"{page}.md"
-            try:
-                blobs[page] = git_blob_id(path.read_bytes())
-            except FileNotFoundError:
-                continue
+        """Pages new to this machine: what the merge committed is the base of the daemon's next
+        change (the committed blob, not the file on disk: a person may have typed there since,
+        and their bytes must not pass for the daemon's)."""
+        new = [page for page in pages if self.ledger.page_blob(page) is None]
+        committed = self.repo.head_blobs([f"wiki/{page}.md" for page in new], rev=commit) if new else {}
+        blobs = {page: committed[f"wiki/{page}.md"] for page in new if f"wiki/{page}.md" in committed}
         if blobs:
             self.ledger.set_page_blobs(blobs)
 
 
 # -- the ledger from history ------------------------------------------------------------------
 
-def _undone_ingests(repo: GitRepo, *revs: str | None) -> set[str]:
-    """Ingest commits a sync merge undid as duplicates (``Wikiwright-Duplicate`` trailers)."""
-    args = [revs[0] or "HEAD", *(arg for rev in revs[1:] if rev for arg in ("--not", rev))] if revs else []
-    undone: set[str] = set()
-    for commit in repo.log(*args, "-F", f"--grep=Wikiwright-Operation: {OpKind.SYNC.value}"):
-        for item in commit.trailers.get("Wikiwright-Duplicate", "").split(","):
-            if item.strip():
-                undone.add(item.split()[0])
+class _Undone(set[str]):
+    """Ingest commits undone as duplicates, with the duplicate claims that were refused."""
+
+    refused: list[Refusal]
+
+
+def _undone_ingests(repo: GitRepo, *revs: str | None) -> _Undone:
+    """Ingest commits a sync merge undid as duplicates (``Wikiwright-Duplicate`` trailers),
+    honoured only where another verified ingest of the same bytes stands (door/trailers.py)."""
+    tip = (revs[0] if revs else None) or "HEAD"
+    args = [tip, *(arg for rev in revs[1:] if rev for arg in ("--not", rev))]
+    honoured, refused = read_duplicates(repo, args, tip)
+    undone = _Undone(honoured)
+    undone.refused = refused
     return undone
 
 
 def rebuild_ledger_sources(repo: GitRepo, ledger: Ledger) -> int:
     """Record every ingest in HEAD's history in ``ledger`` (a fresh clone, or a lost ledger).
 
-    The oldest ingest of a content hash is its one ingest; ingests a sync merge marked as
-    duplicates (``Wikiwright-Duplicate``) are skipped.
+    Only ingests whose commits bear their trailers out (door/trailers.py); the oldest ingest of
+    a content hash is its one ingest; ingests a sync merge marked as duplicates
+    (``Wikiwright-Duplicate``, where another ingest of the bytes stands) are skipped.
     """
     undone = _undone_ingests(repo)
-    syncer_sources: list[_Source] = []
-    for commit in repo.log("-F", f"--grep=Wikiwright-Operation: {OpKind.INGEST.value}"):
-        trailer = commit.trailers.get("Wikiwright-Source", "")
-        path, _, sha = trailer.rpartition(" sha256:")
-        pages = [p.strip() for p in commit.trailers.get("Wikiwright-Pages", "").split(",") if p.strip()]
-        page = next((p for p in pages if p.startswith("wiki/sources/")), pages[0] if pages else "")
-        if path and sha and commit.sha not in undone:
-            syncer_sources.append(_Source(commit.sha, path, sha, page.removeprefix("wiki/").removesuffix(".md"),
-                                          commit.subject.removeprefix("ingest: ")))
+    verified, refused = read_ingests(repo, ["HEAD"]) if repo.head() else ([], [])
     count = 0
-    for found in reversed(syncer_sources):
+    for found in reversed(verified):
+        if found.commit in undone:
+            continue
         if ledger.record_shared_source(found.sha256, found.path, found.page, found.title, found.commit,
                                        "shared history"):
             count += 1
+    keep_refusals(ledger, [*refused, *undone.refused], holds=_held_sha256s(ledger))
     return count
+
+
+def _held_sha256s(ledger: Ledger) -> set[str]:
+    """The content hashes and paths of the files in this vault's raw/ (as its ledger knows them)."""
+    records = ledger.files(kind="raw")
+    return {record.sha256 for record in records if record.sha256} | {record.path for record in records}
 
 
 # -- small git helpers ------------------------------------------------------------------------
