@@ -12,7 +12,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import signal
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,7 +25,7 @@ from wikiwright.runtime.status import gather
 from wikiwright.vcs.repo import GitRepo
 from wikiwright.wiki.index import INDEX_END, INDEX_START
 
-from tests.helpers import cli, git
+from tests.helpers import cli, git, git_holding_index_lock
 from tests.test_sync import Machine, source_text
 
 PERSON_LINES = ("Person line one, before the block.", "Person line two, after the block.",
@@ -250,3 +252,41 @@ def test_forged_duplicate_trailer_does_not_make_a_fresh_clone_reingest(world: tu
         _doctor_green(mc, isolated_env)
     finally:
         mc.close()
+
+
+# -- a .git/index.lock nobody holds ----------------------------------------------------------------
+
+def test_a_killed_git_childs_index_lock_is_removed_and_a_live_ones_waited_for(
+        world: tuple[Path, Machine, Machine], isolated_env: dict[str, str], caplog: pytest.LogCaptureFixture) -> None:
+    """``git update-index --index-info`` (a command the daemon runs) holds .git/index.lock while
+    it reads its input: alive, the lock is waited for; killed (SIGKILL, as with the daemon's
+    process group), its lock is removed when the door opens, with a log line, and doctor calls
+    it stale at once (old code: waited for a person; doctor only after 10 minutes)."""
+    from wikiwright.door.door import Door
+    from wikiwright.upkeep.doctor import run_doctor
+
+    _remote, _ma, mb = world
+    lock = mb.root / ".git" / "index.lock"
+    with git_holding_index_lock(mb.root) as holder:
+        _drop(mb, "held.md", source_text(8, "held locks"))
+        _drain(mb)  # the commit waits for the lock (2 s here), then the job waits, pending
+        record = mb.ledger.get_file("raw/held.md")
+        assert record is not None and record.state == "pending" and "index.lock" in record.reason, record
+        assert lock.exists()
+        assert next(c for c in run_doctor(mb.config, mb.vault).checks if c.name == "locks").ok  # held: not stale
+        holder.send_signal(signal.SIGKILL)
+        holder.wait(timeout=10)
+    assert lock.exists()  # a killed git leaves its lock
+    before = time.time() - 10
+    os.utime(lock, (before, before))  # killed a while ago: not a lock a library is writing this instant
+    locks = next(c for c in run_doctor(mb.config, mb.vault).checks if c.name == "locks")
+    assert not locks.ok and "held by no git process" in locks.details[0], locks
+    with caplog.at_level("WARNING", logger="wikiwright.vcs.gitlock"):
+        Door.open(mb.config, mb.vault).close()
+    assert not lock.exists()
+    assert any("removed .git/index.lock" in r.getMessage() for r in caplog.records), caplog.records
+    mb.ledger.wake("raw/held.md", record.sha256, "retry")
+    _drain(mb)
+    record = mb.ledger.get_file("raw/held.md")
+    assert record is not None and record.state == "ingested", record
+    _doctor_green(mb, isolated_env)
