@@ -8,7 +8,8 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +48,22 @@ def start_daemon(vault: Path, env: dict[str, str] | None = None, *extra: str) ->
     )
     proc.log_path = log_path  # type: ignore[attr-defined]
     return proc
+
+
+@contextmanager
+def git_holding_index_lock(root: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """A live git process holding ``.git/index.lock``: ``git update-index --index-info`` (a
+    command the daemon itself runs) waiting for its input. At the end its input is closed and
+    it releases the lock (unless the test killed it: then the lock stays, as a killed git's does)."""
+    lock = root / ".git" / "index.lock"
+    proc = subprocess.Popen(["git", "update-index", "--index-info"], cwd=root, stdin=subprocess.PIPE)
+    try:
+        wait_for(lock.exists, timeout=10, interval=0.02, what="git to take .git/index.lock")
+        yield proc
+    finally:
+        assert proc.stdin is not None
+        proc.stdin.close()
+        proc.wait(timeout=10)
 
 
 def daemon_log(proc: subprocess.Popen[str]) -> str:

@@ -13,6 +13,7 @@ import os
 import subprocess
 import threading
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 from tests.fault_tools import (
@@ -26,7 +27,7 @@ from tests.fault_tools import (
     stop,
     wait_settled,
 )
-from tests.helpers import cli, git, wait_for
+from tests.helpers import cli, git, git_holding_index_lock, wait_for
 
 
 def _env() -> dict[str, str]:
@@ -62,7 +63,8 @@ def test_held_index_lock_pauses_then_resumes_by_itself(tmp_path: Path) -> None:
     (root / "staged.md").write_text("my staged work\n")
     git(root, "add", "staged.md")
     lock = root / ".git" / "index.lock"
-    lock.write_text("")  # another git process (an editor's git plugin) holds the index
+    holder = ExitStack()  # another git process (an editor's git plugin) holds the index
+    holder.enter_context(git_holding_index_lock(root))
     proc = launch(root, _env())
     (root / "raw" / "a.md").write_text(note(1))
     wait_for(lambda: _waiting(root, "raw/a.md", "index.lock"), timeout=20, what="a pause naming index.lock")
@@ -71,7 +73,7 @@ def test_held_index_lock_pauses_then_resumes_by_itself(tmp_path: Path) -> None:
     assert "index.lock" in text
     assert lock.exists()  # never removed by the daemon: its holder may be alive
     time.sleep(1.5)
-    lock.unlink()
+    holder.close()
     released = time.monotonic()
     wait_settled(root, ["raw/a.md"], timeout=30, proc=proc)
     resumed_in = time.monotonic() - released

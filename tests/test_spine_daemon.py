@@ -14,9 +14,10 @@ import random
 import signal
 import subprocess
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
-from tests.helpers import cli, daemon_log, git, ingest_commits, start_daemon, wait_for
+from tests.helpers import cli, daemon_log, git, git_holding_index_lock, ingest_commits, start_daemon, wait_for
 
 
 def fresh_vault(tmp_path: Path) -> Path:
@@ -270,8 +271,8 @@ def test_sigterm_during_work_leaves_nothing_half_done_and_restart_resumes(
 
 def test_second_signal_exits_at_once(tmp_path: Path, daemons: list[subprocess.Popen[str]]) -> None:
     root = fresh_vault(tmp_path)
-    lock = root / ".git" / "index.lock"
-    lock.write_text("")  # another git process is busy: the job waits in its commit
+    holder = ExitStack()  # another git process is busy (a live one: a lock held by nobody is removed)
+    holder.enter_context(git_holding_index_lock(root))  # the job waits in its commit
     env = {**os.environ, "WIKIWRIGHT_GIT_LOCK_RETRY_SECONDS": "120"}
     proc = launch(daemons, root, env)
     (root / "raw" / "a.md").write_text(note(1))
@@ -286,7 +287,7 @@ def test_second_signal_exits_at_once(tmp_path: Path, daemons: list[subprocess.Po
     assert time.monotonic() - started < 2.0
     assert ingest_commits(root) == []
     # The interrupted job resumes on the next start and is committed once.
-    lock.unlink()
+    holder.close()
     proc = launch(daemons, root)
     wait_for(lambda: len(ingest_commits(root)) == 1, timeout=30, what="the resumed ingest")
     time.sleep(0.5)

@@ -13,6 +13,7 @@ import os
 import subprocess
 import threading
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
@@ -27,7 +28,7 @@ from wikiwright.vcs.repo import GitRepo
 from wikiwright.wiki.catalog import Catalog
 
 from tests.conftest import Services
-from tests.helpers import cli, git, ingest_commits
+from tests.helpers import cli, git, git_holding_index_lock, ingest_commits
 
 
 def note(n: int) -> str:
@@ -144,8 +145,9 @@ def test_index_lock_is_retried_with_backoff_until_released(config: Config, vault
 def test_index_lock_held_too_long_leaves_the_job_pending_with_a_notice(config: Config, vault: Vault) -> None:
     services = daemon_like(config, vault, lock_retry=0.4)
     lock = vault.root / ".git" / "index.lock"
+    holder = ExitStack()  # a live git process holds the lock (a file alone, held by nobody, is removed)
     try:
-        lock.write_text("")
+        holder.enter_context(git_holding_index_lock(vault.root))
         services.drop("a.md", note(1))
         results = services.drain()
         assert [r.state for r in results] == ["pending"]
@@ -159,7 +161,7 @@ def test_index_lock_held_too_long_leaves_the_job_pending_with_a_notice(config: C
         assert "Notice:  another git process holds .git/index.lock" in out
         assert ingest_commits(vault.root) == []
         assert lock.exists(), "wikiwright must never remove the user's lock"
-        lock.unlink()
+        holder.close()
         time.sleep(0.25)
         results = services.drain()
         assert [r.state for r in results] == ["ingested"]
@@ -167,6 +169,7 @@ def test_index_lock_held_too_long_leaves_the_job_pending_with_a_notice(config: C
         assert notices(services) == []
         assert git(vault.root, "status", "--porcelain", "--", "wiki") == ""
     finally:
+        holder.close()
         services.ledger.close()
         services.catalog.close()
 

@@ -47,6 +47,7 @@ from ..core.locks import vault_write_lock
 from ..core.opkinds import OpKind
 from ..core.vault import Vault
 from ..intake.ledger import Ledger
+from ..vcs.gitlock import remove_stale_locks
 from ..vcs.repo import GitRepo, git_blob_id, merge_texts
 from ..wiki import reviewfile
 from ..wiki.catalog import Catalog
@@ -130,6 +131,9 @@ class Door:
     def recover(self) -> str | None:
         """Finish or undo the operation a crash interrupted (idempotent); what was done, in words."""
         with vault_write_lock(self.vault.state):
+            # A git child of ours killed mid-command (with the daemon's process group) leaves
+            # .git/index.lock behind; nobody holds it once no git process runs here.
+            remove_stale_locks(self.vault.root, self.vault.state)
             self.repo.finish_index_sync()
             if (self.vault.state / "sync-journal.json").exists():
                 # A sync round died between writing merged files and moving HEAD (or after):

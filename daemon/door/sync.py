@@ -22,9 +22,10 @@ The merge is computed without touching the working tree (``git merge-tree --writ
 conflicts are resolved by what each file is, and only then are the changed files written —
 each only where it still holds HEAD's bytes, so nothing a person typed is overwritten:
 
-- ``wiki/index.md`` is rebuilt from the merged pages (the person's text around the generated
-  block merged like any text); overview.md keeps the remote's generated block (this machine's
-  next ingest rebuilds it) and both sides' text around it; ``wiki/log.md``, ``REVIEW.md``,
+- files with a generated block merge by block (``wiki/blockmerge.py``): the text before and
+  after it keeps both machines' lines, never one side's whole file; index.md's block is then
+  rebuilt from the merged pages, overview.md keeps the remote's block (this machine's next
+  ingest rebuilds it); ``wiki/log.md``, ``REVIEW.md``,
   ``.gitignore`` and daily logs keep both sides' lines (they only grow);
 - pages merge by front matter key, by claim and by text (``wiki/pagemerge.py``); lines both
   machines changed keep the remote's version on the page and this machine's in REVIEW.md;
@@ -80,10 +81,20 @@ from ..vcs.repo import (
     git,  # GitPython, imported only when one of its errors is raised or matched
     git_blob_id,
 )
+from ..wiki.blockmerge import Markers, merge_with_block
 from ..wiki.catalog import Catalog
 from ..wiki.index import INDEX_END, INDEX_START, block_of, render_index_block, splice_index
-from ..wiki.pagemerge import PageMerge, merge_page, merge_plain
+from ..wiki.pagemerge import Merge3, PageMerge, merge_page, merge_plain
 from .synctree import Entry, Refusal, Screen, Screened, build_tree, tree_entries
+from .trailers import REFUSED_KEY as TRAILERS_REFUSED_KEY
+from .trailers import Refusal as TrailerRefusal
+from .trailers import (
+    VerifiedIngest,
+    keep_refusals,
+    pending_refusals,
+    read_duplicates,
+    read_ingests,
+)
 
 log = logging.getLogger(__name__)
 
@@ -115,13 +126,8 @@ class SyncReport:
     refused: list[str] = field(default_factory=list)  # "path (why)", escaped
 
 
-@dataclass
-class _Source:
-    commit: str
-    path: str
-    sha256: str
-    page: str
-    title: str
+# An ingest another machine (or this vault's history) claims, as its commit bears it out.
+_Source = VerifiedIngest
 
 
 class Syncer:
@@ -135,6 +141,7 @@ class Syncer:
         self.repo = repo
         self.remote = Remote(repo, config.git.remote, config.git.branch)
         self._round_times: dict[str, float] = {}
+        self._refused: list[TrailerRefusal] = []  # trailers refused this round, kept by _import_sources
 
     @property
     def enabled(self) -> bool:
@@ -201,6 +208,7 @@ class Syncer:
         report = self.integrate(theirs)
         if report.state == "paused":
             return report
+        self._propose_refused()
         if self.config.git.push:
             for _attempt in range(PUSH_ATTEMPTS):
                 result, detail = self.remote.push()
@@ -230,6 +238,26 @@ class Syncer:
         if was_waiting:
             self.ledger.clear_notice("sync")
         return report
+
+    def _propose_refused(self) -> None:
+        """Trailers refused while integrating, as REVIEW.md items (one door operation; the list
+        is cleared in its journaled ledger step, so a crash neither loses nor repeats one)."""
+        refused = pending_refusals(self.ledger)
+        if not refused:
+            return
+        from .door import Door
+
+        door = Door(self.config, self.vault, self.ledger, self.catalog, self.repo)
+        with door.operation(OpKind.SYNC, "refused from the remote") as op:
+            added = op.propose("sync-refused", [
+                {"description": refusal.line() + "; this machine ingests its own copy of any bytes it holds — "
+                 "tick to acknowledge", "facts": {"commit": refusal.commit, "what": refusal.what}, "fix": {}}
+                for refusal in refused])
+            if added:
+                op.details += [refusal.line() for refusal in refused]
+                op.ledger_after_commit("set_kv", TRAILERS_REFUSED_KEY, "[]")
+        if not added:  # all in REVIEW.md already (answered or not): nothing to commit
+            self.ledger.set_kv(TRAILERS_REFUSED_KEY, "[]")
 
     def _repository_problem(self) -> str | None:
         problem = self.repo.problem()
@@ -305,19 +333,13 @@ class Syncer:
 
     # -- the other machines' ingests ---------------------------------------------------------
 
-    def _ingests(self, tip: str, *exclude: str | None) -> list[_Source]:
-        args = [tip, *(arg for ex in exclude if ex for arg in ("--not", ex))]
-        found = []
-        for commit in self.repo.log(*args, "-F", f"--grep=Wikiwright-Operation: {OpKind.INGEST.value}"):
-            source = commit.trailers.get("Wikiwright-Source", "")
-            path, _, sha = source.rpartition(" sha256:")
-            pages = [p.strip() for p in commit.trailers.get("Wikiwright-Pages", "").split(",") if p.strip()]
-            page = next((p for p in pages if p.startswith("wiki/sources/")), pages[0] if pages else "")
-            page = page.removeprefix("wiki/").removesuffix(".md")
-            title = commit.subject.removeprefix("ingest: ")
-            if path and sha:
-                found.append(_Source(commit.sha, path, sha, page, title))
-        return found
+    def _ingests(self, tip: str, *exclude: str | None, report: bool = True) -> list[_Source]:
+        """The ingests in ``tip`` and not in ``exclude`` whose trailers their commits bear out
+        (door/trailers.py); the refused ones are kept for status and REVIEW.md (``report``)."""
+        verified, refused = read_ingests(self.repo, [tip, *(arg for ex in exclude if ex for arg in ("--not", ex))])
+        if report:
+            self._refused += refused
+        return verified
 
     def _import_sources(self, sources: list[_Source], undone: set[str] | None = None) -> int:
         """Record ingests from the shared history in this ledger (oldest first: the first wins)."""
@@ -328,6 +350,8 @@ class Syncer:
             if self.ledger.record_shared_source(source.sha256, source.path, source.page, source.title,
                                                 source.commit, "shared history"):
                 count += 1
+        refused, self._refused = [*self._refused, *getattr(undone, "refused", [])], []
+        keep_refusals(self.ledger, refused, holds=_held_sha256s(self.ledger))
         return count
 
     def _import_history_once(self) -> int:
@@ -435,12 +459,12 @@ class Syncer:
     def _duplicates(self, head: str, theirs: str, merged: MergeTree,
                     resolutions: dict[str, bytes | None]) -> tuple[list[str], dict[str, str]]:
         """This machine's unpublished ingests of bytes the remote already ingested: theirs stands."""
-        remote = {s.sha256: s for s in self._ingests(theirs, head)}
+        remote = {s.sha256: s for s in self._ingests(theirs, head, report=False)}
         if not remote:
             return [], {}
         found: list[str] = []
         undone: dict[str, str] = {}
-        for mine in self._ingests(head, theirs):
+        for mine in self._ingests(head, theirs, report=False):
             first = remote.get(mine.sha256)
             if first is None:
                 continue
@@ -777,16 +801,12 @@ class Syncer:
             log.warning("sync: merged, but the git index could not be updated yet: %s", exc)
 
     def _remember_pages(self, commit: str, pages: list[str]) -> None:
-        """Pages new to this machine: what the merge wrote is the base of the daemon's next change."""
-        blobs = {}
-        for page in pages:
-            if self.ledger.page_blob(page) is not None:
-                continue
-            path = self.vault.wiki / f"{page}.md"
-            try:
-                blobs[page] = git_blob_id(path.read_bytes())
-            except FileNotFoundError:
-                continue
+        """Pages new to this machine: what the merge committed is the base of the daemon's next
+        change (the committed blob, not the file on disk: a person may have typed there since,
+        and their bytes must not pass for the daemon's)."""
+        new = [page for page in pages if self.ledger.page_blob(page) is None]
+        committed = self.repo.head_blobs([f"wiki/{page}.md" for page in new], rev=commit) if new else {}
+        blobs = {page: committed[f"wiki/{page}.md"] for page in new if f"wiki/{page}.md" in committed}
         if blobs:
             self.ledger.set_page_blobs(blobs)
 
@@ -826,39 +846,47 @@ def _quoted(text: str) -> list[str]:
 
 # -- the ledger from history ------------------------------------------------------------------
 
-def _undone_ingests(repo: GitRepo, *revs: str | None) -> set[str]:
-    """Ingest commits a sync merge undid as duplicates (``Wikiwright-Duplicate`` trailers)."""
-    args = [revs[0] or "HEAD", *(arg for rev in revs[1:] if rev for arg in ("--not", rev))] if revs else []
-    undone: set[str] = set()
-    for commit in repo.log(*args, "-F", f"--grep=Wikiwright-Operation: {OpKind.SYNC.value}"):
-        for item in commit.trailers.get("Wikiwright-Duplicate", "").split(","):
-            if item.strip():
-                undone.add(item.split()[0])
+class _Undone(set[str]):
+    """Ingest commits undone as duplicates, with the duplicate claims that were refused."""
+
+    refused: list[TrailerRefusal]
+
+
+def _undone_ingests(repo: GitRepo, *revs: str | None) -> _Undone:
+    """Ingest commits a sync merge undid as duplicates (``Wikiwright-Duplicate`` trailers),
+    honoured only where another verified ingest of the same bytes stands (door/trailers.py)."""
+    tip = (revs[0] if revs else None) or "HEAD"
+    args = [tip, *(arg for rev in revs[1:] if rev for arg in ("--not", rev))]
+    honoured, refused = read_duplicates(repo, args, tip)
+    undone = _Undone(honoured)
+    undone.refused = refused
     return undone
 
 
 def rebuild_ledger_sources(repo: GitRepo, ledger: Ledger) -> int:
     """Record every ingest in HEAD's history in ``ledger`` (a fresh clone, or a lost ledger).
 
-    The oldest ingest of a content hash is its one ingest; ingests a sync merge marked as
-    duplicates (``Wikiwright-Duplicate``) are skipped.
+    Only ingests whose commits bear their trailers out (door/trailers.py); the oldest ingest of
+    a content hash is its one ingest; ingests a sync merge marked as duplicates
+    (``Wikiwright-Duplicate``, where another ingest of the bytes stands) are skipped.
     """
     undone = _undone_ingests(repo)
-    syncer_sources: list[_Source] = []
-    for commit in repo.log("-F", f"--grep=Wikiwright-Operation: {OpKind.INGEST.value}"):
-        trailer = commit.trailers.get("Wikiwright-Source", "")
-        path, _, sha = trailer.rpartition(" sha256:")
-        pages = [p.strip() for p in commit.trailers.get("Wikiwright-Pages", "").split(",") if p.strip()]
-        page = next((p for p in pages if p.startswith("wiki/sources/")), pages[0] if pages else "")
-        if path and sha and commit.sha not in undone:
-            syncer_sources.append(_Source(commit.sha, path, sha, page.removeprefix("wiki/").removesuffix(".md"),
-                                          commit.subject.removeprefix("ingest: ")))
+    verified, refused = read_ingests(repo, ["HEAD"]) if repo.head() else ([], [])
     count = 0
-    for found in reversed(syncer_sources):
+    for found in reversed(verified):
+        if found.commit in undone:
+            continue
         if ledger.record_shared_source(found.sha256, found.path, found.page, found.title, found.commit,
                                        "shared history"):
             count += 1
+    keep_refusals(ledger, [*refused, *undone.refused], holds=_held_sha256s(ledger))
     return count
+
+
+def _held_sha256s(ledger: Ledger) -> set[str]:
+    """The content hashes and paths of the files in this vault's raw/ (as its ledger knows them)."""
+    records = ledger.files(kind="raw")
+    return {record.sha256 for record in records if record.sha256} | {record.path for record in records}
 
 
 # -- small git helpers ------------------------------------------------------------------------
@@ -891,35 +919,22 @@ def _chunks(items: list[str], size: int) -> Iterable[list[str]]:
 
 
 def _merge_index(repo: GitRepo, base: str, ours: str, theirs: str) -> str:
-    """index.md: the person's text around the generated block merged; the block is rebuilt later."""
-    def outside(text: str) -> str:
-        start, end = text.find(INDEX_START), text.find(INDEX_END)
-        if start != -1 and end > start:
-            return text[:start] + INDEX_START + "\n" + text[end:]
-        return text
-
-    merged, _clean = merge_file(repo, outside(base), outside(ours), outside(theirs), "union")
-    if merged.count(INDEX_START) > 1 or merged.count(INDEX_END) > 1:
-        return outside(theirs)
-    return merged
+    """index.md: the person's text before and after the generated block keeps both machines'
+    lines; the block is rebuilt from the merged pages afterwards (``_rebuild_index``)."""
+    return merge_with_block(base, ours, theirs, Markers(INDEX_START, INDEX_END), _union_merge3(repo))
 
 
 def _merge_overview(repo: GitRepo, base: str, ours: str, theirs: str) -> str:
-    """overview.md: the person's text around the generated block keeps both sides' lines; the
-    block is the remote's (this machine's next ingest rebuilds it)."""
-    def split(text: str) -> tuple[str, str]:
-        start, end = text.find(_OVERVIEW_START), text.find(_OVERVIEW_END)
-        if start == -1 or end < start:
-            return text, ""
-        end += len(_OVERVIEW_END)
-        return text[:start] + _OVERVIEW_START + "\n" + text[end:], text[start:end]
+    """overview.md: the person's text before and after the generated block keeps both
+    machines' lines; the block is the remote's (this machine's next ingest rebuilds it: the
+    term index it is built from is the ingest room's)."""
+    return merge_with_block(base, ours, theirs, Markers(_OVERVIEW_START, _OVERVIEW_END), _union_merge3(repo))
 
-    (b, _), (o, o_block), (t, t_block) = split(base), split(ours), split(theirs)
-    merged, _clean = merge_file(repo, b, o, t, "union")
-    block = t_block or o_block
-    if merged.count(_OVERVIEW_START) != 1:
-        return theirs
-    return merged.replace(_OVERVIEW_START + "\n", block, 1) if block else merged.replace(_OVERVIEW_START + "\n", "", 1)
+
+def _union_merge3(repo: GitRepo) -> Merge3:
+    def merge3(base: str, ours: str, theirs: str, favour: str) -> tuple[str, bool]:
+        return merge_file(repo, base, ours, theirs, favour)
+    return merge3
 
 
 def _merge_appended(repo: GitRepo, base: str, ours: str, theirs: str) -> str:

@@ -37,6 +37,7 @@ from ..core.vault import Vault, VaultLock
 from ..intake.ledger import Ledger
 from ..intake.names import disk_name, disk_path, relative_name
 from ..intake.safeopen import hash_inside
+from ..vcs.gitlock import stale_locks
 from ..vcs.repo import GitRepo, git  # git: GitPython, imported when an error is matched
 from ..wiki.pages import FrontMatterError, parse_claims, parse_page
 
@@ -314,12 +315,17 @@ class Doctor:
         now = time.time()
         stale = []
         candidates = [*git_dir.glob("*.lock"), *git_dir.glob("refs/**/*.lock")]
+        # The daemon's rule (vcs/gitlock.py): a lock while no git process runs in the vault is stale now.
+        unheld = set(stale_locks(self.vault.root, self.vault.state)) if candidates else set()
         for path in candidates:
             try:
                 age = now - path.stat().st_mtime
             except FileNotFoundError:
                 continue
-            if age >= STALE_SECONDS:
+            if path in unheld:
+                stale.append(f"{path.relative_to(self.vault.root).as_posix()} is held by no git process (a killed "
+                             "git command left it); the daemon removes it when it starts")
+            elif age >= STALE_SECONDS:
                 stale.append(f"{path.relative_to(self.vault.root).as_posix()} is {age / 60:.0f} min old; if no git "
                              "command is running in the vault, remove it")
         summary = f"{len(stale)} stale git lock(s)" if stale else f"no stale locks ({len(candidates)} held now)"

@@ -32,6 +32,7 @@ from typing import Any
 from ..core.crashpoints import crash_point
 from ..core.errors import CommitPaused, WikiwrightError
 from ..core.opkinds import OpKind
+from .gitlock import remove_stale_locks
 
 log = logging.getLogger(__name__)
 
@@ -452,6 +453,8 @@ class GitRepo:
                 if not any(marker in text for marker in _LOCK_MARKERS):
                     raise WikiwrightError(f"git failed: {' '.join(map(str, exc.command[:3]))}: "
                                           f"{str(exc.stderr).strip()}") from exc
+                if self._remove_stale_locks():
+                    continue  # a killed git command's lock, held by nobody: removed (vcs/gitlock.py)
                 if time.monotonic() >= deadline:
                     raise CommitPaused(
                         "another git process holds .git/index.lock in the vault; commits resume "
@@ -462,6 +465,11 @@ class GitRepo:
                 log.info("index.lock held by another git process; retrying in %.1fs", delay)
                 time.sleep(delay * (0.5 + random.random()))
                 delay = min(delay * 2, 5.0)
+
+    def _remove_stale_locks(self) -> bool:
+        """Remove git lock files nobody holds (only in a vault: its write lock is the guard)."""
+        state = self.root / ".wikiwright"
+        return state.is_dir() and bool(remove_stale_locks(self.root, state))
 
     # -- reading history ---------------------------------------------------------------
 
