@@ -74,3 +74,78 @@ def test_retract_restores_the_displaced_value_on_every_page(services: Services) 
         assert HUNDRED in _current(services, name, "billing-api.rate-limit"), page(services, name)
         assert "50 requests per second per client" not in _current(services, name, "billing-api.rate-limit")
     _doctor_clean(root)
+
+
+# Five sources about Kestrel on the model path: the third creates a page the fourth builds on,
+# and the third and fourth both add to overview.md (the case a user met: refused on main).
+KESTREL = [
+    ("k1.md", "Kestrel is the job scheduler of the data team. Kestrel runs 40 jobs per hour.\n"),
+    ("k2.md", "The Kestrel team is led by Dana Ortiz.\n"),
+    ("k3.md", "Kestrel queues live in the Kestrel broker. The Kestrel broker keeps jobs for 7 days.\n"),
+    ("k4.md", "The Kestrel broker runs on three nodes. Kestrel retries a failed job twice.\n"),
+    ("k5.md", "Kestrel now runs 60 jobs per hour, up from 40.\n"),
+]
+
+
+def _claim(page_: str, key: str, value: str, quote: str, replaces: bool = False) -> dict[str, object]:
+    return {"op": "add_claim", "page": page_, "key": key, "value": value, "as_of": "2026-05-01",
+            "quote": quote, "replaces": replaces}
+
+
+KESTREL_REPLIES: dict[str, list[dict[str, object]]] = {
+    "k1.md": [
+        {"op": "create_page", "page": "kestrel", "type": "entity", "title": "Kestrel",
+         "summary": "The data team's job scheduler.", "body": "# Kestrel\n\nThe data team's job scheduler.\n"},
+        _claim("kestrel", "kestrel.jobs-per-hour", "40 jobs per hour", "Kestrel runs 40 jobs per hour."),
+        {"op": "add_to_section", "page": "overview", "heading": "Systems", "text": "- [[kestrel]]: the job scheduler."},
+    ],
+    "k2.md": [_claim("kestrel", "kestrel.owner", "Dana Ortiz", "The Kestrel team is led by Dana Ortiz.")],
+    "k3.md": [
+        {"op": "create_page", "page": "kestrel-broker", "type": "entity", "title": "Kestrel broker",
+         "summary": "Where Kestrel queues live.", "body": "# Kestrel broker\n\nWhere [[kestrel]] queues live.\n"},
+        _claim("kestrel-broker", "kestrel-broker.retention", "7 days", "The Kestrel broker keeps jobs for 7 days."),
+        {"op": "add_links", "page": "kestrel", "links": ["kestrel-broker"]},
+        {"op": "add_to_section", "page": "overview", "heading": "Systems",
+         "text": "- [[kestrel-broker]]: where Kestrel queues live."},
+    ],
+    "k4.md": [
+        _claim("kestrel-broker", "kestrel-broker.nodes", "three nodes", "The Kestrel broker runs on three nodes."),
+        _claim("kestrel", "kestrel.retries", "twice", "Kestrel retries a failed job twice."),
+        {"op": "add_to_section", "page": "overview", "heading": "Systems", "text": "- Kestrel retries failed jobs."},
+    ],
+    "k5.md": [_claim("kestrel", "kestrel.jobs-per-hour", "60 jobs per hour",
+                     "Kestrel now runs 60 jobs per hour, up from 40.", replaces=True)],
+}
+
+
+def _kestrel_script(request: dict[str, object]) -> dict[str, object]:
+    text = " ".join(str(m.get("content") or "") for m in request.get("messages") or []  # type: ignore[attr-defined]
+                    if m.get("role") == "user")
+    for name, _ in KESTREL:
+        if f"`raw/{name}`" in text:
+            return {"title": f"Kestrel note {name}", "summary": "A note about Kestrel.", "key_points": [],
+                    "operations": KESTREL_REPLIES[name]}
+    return {"title": "unknown", "summary": "", "operations": []}
+
+
+def test_revert_the_third_of_five_model_ingests_that_later_ones_built_on(services: Services) -> None:
+    with ScriptedServer(_kestrel_script) as server:
+        use_model(services, server)
+        for name, text in KESTREL:
+            services.drop(name, text)
+            assert [r.state for r in services.drain()] == ["ingested"], name
+    commits = ingest_commits(services.vault.root)[::-1]
+    root = services.vault.root
+    assert "7 days" in page(services, "kestrel-broker")
+    out = _run(root, "revert", commits[2])
+    assert "Reverted the ingest of raw/k3.md" in out
+    assert not (services.vault.wiki / "sources" / "src-k3.md").exists()
+    broker = page(services, "kestrel-broker")
+    assert "7 days" not in broker and "Where [[kestrel]] queues live" not in broker
+    assert _current(services, "kestrel-broker", "kestrel-broker.nodes") == ["three nodes"]  # ingest 4 stays
+    overview = page(services, "overview")
+    assert "where Kestrel queues live" not in overview and "- Kestrel retries failed jobs." in overview
+    assert _current(services, "kestrel", "kestrel.jobs-per-hour") == ["60 jobs per hour"]
+    assert _current(services, "kestrel", "kestrel.retries") == ["twice"]
+    assert git(root, "status", "--porcelain", "--", "wiki").strip() == ""
+    _doctor_clean(root)

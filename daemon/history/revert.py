@@ -274,8 +274,46 @@ def reverse_patch(before: str, after: str, current: str) -> tuple[str | None, st
     return "".join(out), ""
 
 
+def _uncreate(plan: PagePlan, after: str, current: str, source: str) -> None:
+    """A page this ingest created that later changes built on: what the ingest wrote goes
+    (its lines, located by content; its source in ``sources``), what came later stays, under
+    the page's headings. Nothing left but headings: the page goes."""
+    meta_a, _, body_a = _split(after)
+    meta_c, front_c, body_c = _split(current)
+    mine = [line for line in body_a.splitlines(keepends=True) if line.strip() and not line.startswith("#")]
+    lines = body_c.splitlines(keepends=True)
+    for line in mine:
+        if line in lines:
+            lines.remove(line)
+    # Headings whose section the ingest had filled and nothing later did go too (not the title).
+    kept: list[str] = []
+    for i, line in enumerate(lines):
+        if line.startswith("## "):
+            rest = next((x for x in lines[i + 1:] if x.strip()), "")
+            if not rest or rest.startswith("## "):
+                continue
+        kept.append(line)
+    text_body = re.sub(r"\n{3,}", "\n\n", "".join(kept))
+    if not any(line.strip() and not line.startswith("#") for line in kept):
+        plan.action = "delete"
+        plan.removed = [_short(c) for c in _claims(current).values()]
+        return
+    front = front_c
+    if meta_c is not None:
+        sources = meta_c.get("sources")
+        if isinstance(sources, list) and source:
+            merged = dict(meta_c)
+            merged["sources"] = [s for s in sources if link_key(str(s)) != link_key(source)
+                                 and str(s) != f"raw/{source}"]
+            front = render_front_matter(merged) if merged != meta_c else front_c
+    plan.action, plan.text = "write", front + text_body
+    old_claims, new_claims = _claims(current), _claims(plan.text)
+    plan.removed = [_short(c) for cid, c in old_claims.items() if cid not in new_claims]
+    del meta_a
+
+
 def plan_page(page: str, before: str | None, after: str | None, current: str | None,
-              later: list[CommitInfo], history: Any) -> PagePlan:
+              later: list[CommitInfo], history: Any, source: str = "") -> PagePlan:
     plan = PagePlan(page, "none", current=current)
     if after is None:  # the ingest removed the page: bring it back if nobody re-made it
         if current is None and before is not None:
@@ -291,10 +329,10 @@ def plan_page(page: str, before: str | None, after: str | None, current: str | N
         if current == after:
             plan.action = "delete"
             plan.removed = [_short(c) for c in _claims(after).values()]
-        else:
-            changed = ", ".join(f"{c.sha[:10]} ({c.subject})" for c in later[:3]) or "uncommitted edits"
-            plan.problems.append(f"wiki/{page}.md was created by this ingest and changed since by {changed}; "
-                                 "revert those first, or remove the page by hand")
+            return plan
+        plan.problems += _claim_problems(None, after, current, later, history)
+        if not plan.problems:
+            _uncreate(plan, after, current, source)
         return plan
     plan.problems += _claim_problems(before, after, current, later, history)
     if plan.problems:
@@ -405,7 +443,8 @@ def _revert_with(session: Operation, ref: IngestRef, paths: list[str], own: str,
             # reverse-patched like any page.
             overview = (before, after)
             before, after, current = mask_overview(before), mask_overview(after), mask_overview(current)
-        plans.append(plan_page(page, before, after, current, later, _history_finder(session, sha, path, later)))
+        plans.append(plan_page(page, before, after, current, later, _history_finder(session, sha, path, later),
+                               own.rsplit("/", 1)[-1]))
     problems = [p for plan in plans for p in plan.problems]
     if problems:
         raise RevertBlocked(
