@@ -319,7 +319,7 @@ def test_index_stays_within_its_budget() -> None:
     block = render_index_block(entries)
     assert block.count("\n") <= MAX_INDEX_LINES and len(block.encode()) <= MAX_INDEX_BYTES
     assert "[[topic-39|Topic 39]]" in block  # small groups are kept whole
-    assert "more (find them with `wikiwright search`)" in block
+    assert "[[index-sources|All 900 sources]]" in block  # the large one has its own, complete page
 
 
 def test_scheduler_registers_the_gate_check(config: Config, vault: Vault) -> None:

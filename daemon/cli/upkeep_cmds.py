@@ -21,6 +21,8 @@ def add_parsers(add: AddParser) -> None:
             "repairs only what is safe and says what it did")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--no-repair", action="store_true", help="only report; change nothing")
+    p.add_argument("--full", action="store_true",
+                   help="check the whole history and object store again (default: what changed since the last run)")
 
 
 @command("lint")
@@ -62,7 +64,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     from ..upkeep.doctor import format_report, run_doctor
 
     config, vault = open_vault(args)
-    report = run_doctor(config, vault, repair=not args.no_repair)
+    report = run_doctor(config, vault, repair=not args.no_repair, full=args.full)
     if args.json:
         emit_json(report.to_dict())
     else:

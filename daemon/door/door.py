@@ -51,7 +51,16 @@ from ..vcs.gitlock import remove_stale_locks
 from ..vcs.repo import GitRepo, git_blob_id, merge_texts
 from ..wiki import reviewfile
 from ..wiki.catalog import Catalog
-from ..wiki.index import appended_log, block_of, empty_page, log_entry, render_index_block, splice_index
+from ..wiki.index import (
+    SUB_PREFIX,
+    appended_log,
+    block_of,
+    empty_page,
+    log_entry,
+    render_index,
+    splice_index,
+    sub_index_page,
+)
 from ..wiki.writer import Conflict, PageChange, WriteOutcome
 from .journal import FileChange, Journal, JournalEntry
 
@@ -581,7 +590,9 @@ class Operation:
 
     def _write_index(self) -> None:
         door = self.door
-        block = render_index_block(door.catalog.entries())
+        entries = door.catalog.entries()
+        block, groups = render_index(entries)
+        self._write_group_indexes(groups)
         last = door.ledger.page_blob("index")
         previous = block_of(door.repo.blob_text(last) or "") if last else ""
 
@@ -590,6 +601,22 @@ class Operation:
             return splice_index(current, block, previous or block_of(current))
 
         self.edit_file("wiki/index.md", mutate)
+
+    def _write_group_indexes(self, groups: dict[str, str]) -> None:
+        """The group pages index.md links to when it is too large for one page (each complete,
+        a person's text outside the block kept); one no longer needed is removed."""
+        for stem, group_block in groups.items():
+            def mutate(text: str | None, stem: str = stem, group_block: str = group_block) -> str:
+                if text is None:
+                    return sub_index_page(stem, group_block)
+                return splice_index(text, group_block, block_of(text))
+
+            self.edit_file(f"wiki/{stem}.md", mutate)
+        for path in sorted(self.vault.wiki.glob(f"{SUB_PREFIX}*.md")):
+            stem = path.name[:-3]
+            text = None if stem in groups else self.read(stem)
+            if text is not None and text.startswith("---\ntype: index\n"):
+                self.delete_page(stem, text)
 
     def _roll_back(self) -> None:
         """The operation failed before its commit: every file it wrote gets its earlier text."""

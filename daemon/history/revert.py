@@ -34,6 +34,7 @@ from typing import Any
 from ..core.errors import NotFound, RevertBlocked, WikiwrightError
 from ..core.opkinds import OpKind
 from ..door import Door, Operation
+from ..history.regenerate import Regenerator, mask_overview, person_touched, unmask_overview
 from ..history.view import source_path_of
 from ..vcs.repo import CommitInfo, git  # git: GitPython, imported when an error is matched
 from ..wiki.pages import Claim, FrontMatterError, iter_links, link_key, parse_claims, parse_page, render_front_matter
@@ -273,8 +274,46 @@ def reverse_patch(before: str, after: str, current: str) -> tuple[str | None, st
     return "".join(out), ""
 
 
+def _uncreate(plan: PagePlan, after: str, current: str, source: str) -> None:
+    """A page this ingest created that later changes built on: what the ingest wrote goes
+    (its lines, located by content; its source in ``sources``), what came later stays, under
+    the page's headings. Nothing left but headings: the page goes."""
+    meta_a, _, body_a = _split(after)
+    meta_c, front_c, body_c = _split(current)
+    mine = [line for line in body_a.splitlines(keepends=True) if line.strip() and not line.startswith("#")]
+    lines = body_c.splitlines(keepends=True)
+    for line in mine:
+        if line in lines:
+            lines.remove(line)
+    # Headings whose section the ingest had filled and nothing later did go too (not the title).
+    kept: list[str] = []
+    for i, line in enumerate(lines):
+        if line.startswith("## "):
+            rest = next((x for x in lines[i + 1:] if x.strip()), "")
+            if not rest or rest.startswith("## "):
+                continue
+        kept.append(line)
+    text_body = re.sub(r"\n{3,}", "\n\n", "".join(kept))
+    if not any(line.strip() and not line.startswith("#") for line in kept):
+        plan.action = "delete"
+        plan.removed = [_short(c) for c in _claims(current).values()]
+        return
+    front = front_c
+    if meta_c is not None:
+        sources = meta_c.get("sources")
+        if isinstance(sources, list) and source:
+            merged = dict(meta_c)
+            merged["sources"] = [s for s in sources if link_key(str(s)) != link_key(source)
+                                 and str(s) != f"raw/{source}"]
+            front = render_front_matter(merged) if merged != meta_c else front_c
+    plan.action, plan.text = "write", front + text_body
+    old_claims, new_claims = _claims(current), _claims(plan.text)
+    plan.removed = [_short(c) for cid, c in old_claims.items() if cid not in new_claims]
+    del meta_a
+
+
 def plan_page(page: str, before: str | None, after: str | None, current: str | None,
-              later: list[CommitInfo], history: Any) -> PagePlan:
+              later: list[CommitInfo], history: Any, source: str = "") -> PagePlan:
     plan = PagePlan(page, "none", current=current)
     if after is None:  # the ingest removed the page: bring it back if nobody re-made it
         if current is None and before is not None:
@@ -290,10 +329,10 @@ def plan_page(page: str, before: str | None, after: str | None, current: str | N
         if current == after:
             plan.action = "delete"
             plan.removed = [_short(c) for c in _claims(after).values()]
-        else:
-            changed = ", ".join(f"{c.sha[:10]} ({c.subject})" for c in later[:3]) or "uncommitted edits"
-            plan.problems.append(f"wiki/{page}.md was created by this ingest and changed since by {changed}; "
-                                 "revert those first, or remove the page by hand")
+            return plan
+        plan.problems += _claim_problems(None, after, current, later, history)
+        if not plan.problems:
+            _uncreate(plan, after, current, source)
         return plan
     plan.problems += _claim_problems(before, after, current, later, history)
     if plan.problems:
@@ -340,12 +379,24 @@ def _history_finder(session: Operation, sha: str, path: str, later: list[CommitI
 def revert_ingest(door: Door, target: str, *, today: date | None = None) -> RevertResult:
     """Undo one ingest as one operation through the door (all or nothing)."""
     with door.operation(OpKind.REVERT, f"undo ingest of {target}", today=today) as op:
-        result = _revert(op, target)
+        result = _revert(op, target, today or date.today())
     result.commit = op.commit_sha
     return result
 
 
-def _revert(session: Operation, target: str) -> RevertResult:
+def _source_stem(ref: IngestRef, session: Operation, pages: list[str]) -> str:
+    """The stem of the ingest's own source page (``src-x``)."""
+    if ref.sha256:
+        record = session.ledger.source(ref.sha256)
+        if record is not None and record.page:
+            return record.page.rsplit("/", 1)[-1]
+    named = [p.removeprefix("wiki/").removesuffix(".md")
+             for p in ref.commit.trailers.get("Wikiwright-Pages", "").split(", ")]
+    own = [p for p in [*named, *pages] if p.startswith("sources/")]
+    return own[0].rsplit("/", 1)[-1] if own else ""
+
+
+def _revert(session: Operation, target: str, today: date) -> RevertResult:
     ref = find_ingest(session, target)
     repo, sha = session.repo, ref.commit.sha
     done = repo.log("-F", f"--grep=Wikiwright-Reverts: {sha}", limit=1)
@@ -358,34 +409,87 @@ def _revert(session: Operation, target: str) -> RevertResult:
         raise WikiwrightError(f"commit {sha[:10]} is not on the current branch") from None
     changed = repo.run("diff-tree", "--no-commit-id", "-r", "--name-only", "--no-renames", sha)
     paths = [p for p in changed.splitlines() if p.startswith("wiki/") and p.endswith(".md") and p not in SPECIAL]
+    names = [p.removeprefix("wiki/").removesuffix(".md") for p in paths]
+    stem = _source_stem(ref, session, names)
+    own = f"sources/{stem}" if stem else ""
+    regen = Regenerator(session, stem, today)
+    try:
+        return _revert_with(session, ref, paths, own, regen)
+    finally:
+        regen.close()
+
+
+def _revert_with(session: Operation, ref: IngestRef, paths: list[str], own: str, regen: Regenerator) -> RevertResult:
+    repo, sha = session.repo, ref.commit.sha
     plans: list[PagePlan] = []
+    generated: list[str] = []  # pages recomputed from the term index, not reverse-patched
+    overview: tuple[str | None, str | None] | None = None
+    own_current: str | None = None
+    warnings: list[str] = []
     for path in paths:
         page = path.removeprefix("wiki/").removesuffix(".md")
         before = repo.show(f"{sha}^", path)
         after = repo.show(sha, path)
+        if page == own:
+            own_current = session.read(page)
+            continue
+        if page.startswith("sources/") or ("/" not in page and page != "overview" and regen.engine_page(page)):
+            generated.append(page)  # another source's "Related pages", a concept page: recomputed
+            continue
         current = session.read(page)
         later = repo.log(f"{sha}..HEAD", "--", path)
-        plans.append(plan_page(page, before, after, current, later, _history_finder(session, sha, path, later)))
+        if page == "overview":
+            # Its generated block is rendered again below; the rest (a model's additions) is
+            # reverse-patched like any page.
+            overview = (before, after)
+            before, after, current = mask_overview(before), mask_overview(after), mask_overview(current)
+        plans.append(plan_page(page, before, after, current, later, _history_finder(session, sha, path, later),
+                               own.rsplit("/", 1)[-1]))
     problems = [p for plan in plans for p in plan.problems]
     if problems:
         raise RevertBlocked(
             f"not reverting the ingest of {ref.source_path} ({sha[:10]}); nothing was changed:\n"
             + "\n".join(f"  - {p}" for p in problems)
         )
-    writes = [plan for plan in plans if plan.action == "write"]
-    deletes = [plan for plan in plans if plan.action == "delete"]
-    deleted = [plan.page for plan in deletes
-               if plan.current is not None and session.delete_page(plan.page, plan.current)]
-    kept = [plan.page for plan in deletes if plan.page not in deleted]
-    outcome = session.write([PageChange(p.page, p.text, base=p.current, reason="revert") for p in writes])
-    warnings = [f"wiki/{page}.md changed while reverting and was kept as it is" for page in kept]
+    if overview is not None:
+        for plan in plans:
+            if plan.page == "overview":
+                real = session.read("overview")
+                plan.current = real
+                if plan.action == "write" and real is not None:
+                    plan.text = unmask_overview(plan.text, real)
+    # The source leaves the term index; what depended on it is recomputed.
+    regenerated = regen.run(generated)
+    warnings += regenerated.notes
+    deletes = [(p.page, p.current) for p in plans if p.action == "delete" and p.current is not None]
+    if own and own_current is not None:
+        if person_touched(session, own):
+            warnings.append(f"wiki/{own}.md was edited by a person since; kept (its source is reverted)")
+        else:
+            deletes.insert(0, (own, own_current))
+    deletes += list(regenerated.deletes.items())
+    deleted = [page for page, text in deletes if session.delete_page(page, text)]
+    warnings += [f"wiki/{page}.md changed while reverting and was kept as it is"
+                 for page, _ in deletes if page not in deleted]
+    changes = [PageChange(p.page, p.text, base=p.current, reason="revert") for p in plans if p.action == "write"]
+    changes += [PageChange(page, new, base=old, reason="revert: recomputed without the source")
+                for page, (old, new) in regenerated.edits.items() if page not in deleted]
+    outcome = session.write(changes)
+    block = regen.overview()
+    if block is not None:
+        outcome_block = session.write([block])
+        outcome.written += outcome_block.written
+        outcome.conflicts += outcome_block.conflicts
     warnings += [c.reason for c in outcome.conflicts]
     warnings += _dangling_links(session, deleted)
     restored = [line for plan in plans for line in plan.restored]
     removed = [line for plan in plans for line in plan.removed]
     details = [f"undoes {sha[:10]} (ingest of `{ref.source_path}`)"]
     if deleted:
-        details.append("removed pages it created: " + ", ".join(f"`wiki/{p}.md`" for p in deleted))
+        details.append("removed pages it created or that no longer have two sources: "
+                       + ", ".join(f"`wiki/{p}.md`" for p in deleted))
+    if regenerated.edits:
+        details.append("recomputed without it: " + ", ".join(f"`wiki/{p}.md`" for p in sorted(regenerated.edits)))
     details += [f"current again: {line}" for line in restored]
     details += [f"note: {w}" for w in warnings]
     trailers = {
@@ -413,6 +517,8 @@ def _dangling_links(session: Operation, deleted: list[str]) -> list[str]:
         if name in deleted or name in ("index", "log"):
             continue  # index.md is rebuilt without it; log.md is history
         keys = {link_key(link.target) for link in iter_links(text)}
+        if keys & set(gone):  # the catalogue's copy may predate this operation's own edits
+            keys = {link_key(link.target) for link in iter_links(session.read(name) or "")}
         hits = sorted(gone[key] for key in keys if key in gone)
         for page in hits:
             notes.append(f"wiki/{name}.md still links to [[{page.rsplit('/', 1)[-1]}]], removed by this revert")

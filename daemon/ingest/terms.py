@@ -454,3 +454,41 @@ def open_term_index(state_dir: Path) -> TermIndex:
         broken = state_dir / "terms.db"
         broken.rename(state_dir / "terms.db.damaged")
         return TermIndex(broken)
+
+
+
+
+def forget_source(index: TermIndex, source: str) -> list[tuple[Mention, str, int]]:
+    """Take ``source`` out of the index as if it had never been recorded (``wikiwright revert``):
+    its mentions and its row go; a term no other source mentions goes too, and a term whose
+    first recorder it was takes the label of the earliest source left. Returns what it said:
+    (its mention, the term's page, how many sources had mentioned the term before it)."""
+    with index._lock, index._db:
+        db = index._db
+        rows = db.execute(
+            "SELECT m.key, m.source, m.label, m.sentence, m.score, coalesce(t.page, ''), "
+            "(SELECT count(*) FROM mentions o JOIN sources os ON os.source = o.source "
+            " WHERE o.key = m.key AND os.seq < coalesce(s.seq, 0)) "
+            "FROM mentions m LEFT JOIN terms t ON t.key = m.key LEFT JOIN sources s ON s.source = m.source "
+            "WHERE m.source=?", (source,)).fetchall()
+        db.execute("DELETE FROM sources WHERE source=?", (source,))
+        for row in rows:
+            _forget_mention(db, str(row[0]), source)
+    return [(Mention(str(r[0]), str(r[1]), str(r[2]), str(r[3]), float(r[4])), str(r[5]), int(r[6])) for r in rows]
+
+
+def forget_mention(index: TermIndex, key: str, source: str) -> None:
+    """One source's mention of one term leaves the index (a mention that only existed because
+    a reverted source had given the term its page: the page's title matched this source)."""
+    with index._lock, index._db:
+        _forget_mention(index._db, key, source)
+
+
+def _forget_mention(db: sqlite3.Connection, key: str, source: str) -> None:
+    db.execute("DELETE FROM mentions WHERE key=? AND source=?", (key, source))
+    first = db.execute("SELECT m.label FROM mentions m LEFT JOIN sources s ON s.source = m.source WHERE m.key=? "
+                       "ORDER BY coalesce(s.seq, 0) LIMIT 1", (key,)).fetchone()
+    if first is None:
+        db.execute("DELETE FROM terms WHERE key=?", (key,))
+    else:
+        db.execute("UPDATE terms SET label=? WHERE key=?", (str(first[0]), key))

@@ -7,9 +7,12 @@ The checks (shared/reference/reliability.md, invariants I1-I5):
 - commits: every ingested source names a commit reachable from a ref;
 - sources in raw/: every ingested source is still there (removed: failed; changed: noted);
 - temp files and locks: no leftover ``*.wikiwright-tmp-*`` files, no stale git lock;
-- git: ``git fsck`` is clean;
+- git: ``git fsck`` is clean (incremental: the objects added since the last verified commit
+  are read and hash-checked; ``--full``: a whole ``git fsck``);
 - pages: every page under ``wiki/`` is UTF-8 with front matter that parses (claims counted);
-- person lines: no commit by the daemon removed a line a person wrote.
+- person lines: no commit by the daemon removed a line a person wrote, unless the person asked
+  for that operation (a ticked REVIEW.md item, revert, retract): those are listed, not failed.
+  Incremental from the last verified commit (kept in ledger.db); ``--full`` walks it all.
 
 Safe repairs: queue a file nobody recorded, re-queue an ingested source whose commit is
 gone, remove the daemon's own temporary files once no write can be in flight. Everything
@@ -33,6 +36,8 @@ from ..core.config import Config
 from ..core.errors import SourceRejected
 from ..core.fsutil import TEMP_MARKER
 from ..core.locks import vault_write_lock
+from ..core.opkinds import OpKind
+from ..core.sqlitedb import open_db
 from ..core.vault import Vault, VaultLock
 from ..intake.ledger import Ledger
 from ..intake.names import disk_name, disk_path, relative_name
@@ -78,6 +83,61 @@ class DoctorReport:
         data = asdict(self)
         data["ok"] = self.ok
         return data
+
+
+# Operations a person asks for: removing the lines they name is what was asked.
+REQUESTED_KINDS = frozenset({OpKind.REVERT.value, OpKind.RETRACT.value, OpKind.LINT_FIX.value,
+                             OpKind.REVIEW_APPROVAL.value})
+
+_STATE_SCHEMA = """
+CREATE TABLE IF NOT EXISTS doctor_state (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS doctor_person_lines (path TEXT NOT NULL, line TEXT NOT NULL, PRIMARY KEY (path, line));
+CREATE TABLE IF NOT EXISTS doctor_findings (kind TEXT NOT NULL, text TEXT NOT NULL, PRIMARY KEY (kind, text));
+"""
+
+
+class DoctorState:
+    """What earlier doctor runs verified, in the state database (ledger.db): the commit each
+    history check reached, the lines people wrote that still stand there, and the findings."""
+
+    def __init__(self, vault: Vault) -> None:
+        self._db = open_db(vault.db_path, _STATE_SCHEMA, synchronous="NORMAL")
+
+    def close(self) -> None:
+        self._db.close()
+
+    def get(self, key: str) -> str:
+        row = self._db.execute("SELECT value FROM doctor_state WHERE key=?", (key,)).fetchone()
+        return str(row[0]) if row else ""
+
+    def put(self, key: str, value: str) -> None:
+        self._db.execute("INSERT OR REPLACE INTO doctor_state(key, value) VALUES (?,?)", (key, value))
+
+    def reset_lines(self) -> None:
+        self._db.execute("BEGIN IMMEDIATE")
+        self._db.execute("DELETE FROM doctor_person_lines")
+        self._db.execute("DELETE FROM doctor_findings")
+        self._db.execute("DELETE FROM doctor_state WHERE key='person_lines_head'")
+        self._db.execute("COMMIT")
+
+    def lines(self) -> set[tuple[str, str]]:
+        return {(str(p), str(line)) for p, line in self._db.execute("SELECT path, line FROM doctor_person_lines")}
+
+    def save_lines(self, lines: set[tuple[str, str]], *, since_empty: bool) -> None:
+        old = set() if since_empty else self.lines()
+        self._db.execute("BEGIN IMMEDIATE")
+        self._db.executemany("DELETE FROM doctor_person_lines WHERE path=? AND line=?", sorted(old - lines))
+        self._db.executemany("INSERT OR IGNORE INTO doctor_person_lines(path, line) VALUES (?,?)",
+                             sorted(lines - old))
+        self._db.execute("COMMIT")
+
+    def add_findings(self, kind: str, texts: list[str]) -> None:
+        self._db.executemany("INSERT OR IGNORE INTO doctor_findings(kind, text) VALUES (?,?)",
+                             [(kind, t) for t in texts])
+
+    def findings(self, kind: str) -> list[str]:
+        rows = self._db.execute("SELECT text FROM doctor_findings WHERE kind=? ORDER BY rowid", (kind,))
+        return [str(r[0]) for r in rows]
 
 
 # -- temp files (also used by the daemon at start) -----------------------------------------
@@ -133,11 +193,13 @@ def sweep_own_temp_files(vault: Vault, min_age: float = 0.0) -> list[str]:
 
 class Doctor:
     def __init__(
-        self, config: Config, vault: Vault, *, repair: bool = True, grace_seconds: float | None = None
+        self, config: Config, vault: Vault, *, repair: bool = True, grace_seconds: float | None = None,
+        full: bool = False,
     ) -> None:
         self.config = config
         self.vault = vault
         self.repair = repair
+        self.full = full
         # A running daemon has this long to record a new file: its next rescan at the latest.
         self.grace = (config.watch.rescan_minutes * 60 + config.watch.debounce_seconds + 60
                       if grace_seconds is None else grace_seconds)
@@ -148,6 +210,7 @@ class Doctor:
         holder = VaultLock(self.vault).holder()
         running = holder is not None
         ledger = Ledger(self.vault.db_path)
+        self._state = DoctorState(self.vault)
         try:
             checks = [
                 self._accounting(ledger, running),
@@ -162,6 +225,7 @@ class Doctor:
             states = ledger.counts()
         finally:
             ledger.close()
+            self._state.close()
         return DoctorReport(
             vault=str(self.vault.root), daemon_running=running, checks=checks, states=states,
             lost=self._lost + self._no_commit, unseen=self._unseen, person_lines_removed=self._removed_lines,
@@ -334,15 +398,50 @@ class Doctor:
     def _fsck(self) -> CheckResult:
         # Under the vault's write lock (the daemon's housekeeping gc takes it too), after any
         # gc another process started: fsck never walks loose objects a gc is pruning.
+        head = self.repo.head() or ""
+        since = "" if self.full else self._marker("fsck_head", head)
         with vault_write_lock(self.vault.state):
-            ok, out = self.repo.fsck()
+            if since:
+                ok, out = self._verify_new_objects(since)
+            else:
+                ok, out = self.repo.fsck()
         lines = [line for line in out.splitlines() if line.strip() and not line.startswith("dangling ")]
         problem = self.repo.problem()
         details = lines[:20]
-        summary = "clean" if ok else "git fsck reported errors"
+        if since:
+            summary = (f"objects added since {since[:10]} verified (hash and links; `doctor --full` runs a whole "
+                       "git fsck)" if ok else "verifying the objects added since the last check failed")
+        else:
+            summary = "clean" if ok else "git fsck reported errors"
         if problem:
             summary += f"; commits paused: {problem}"
+        if ok and head:
+            self._state.put("fsck_head", head)
         return CheckResult("git fsck", ok, summary, details)
+
+    def _verify_new_objects(self, since: str) -> tuple[bool, str]:
+        """Every object reachable from a ref but not from ``since`` is read and its hash and
+        format checked (``rev-list --verify-objects``); a missing one fails. Older objects were
+        checked by an earlier run (the whole store again with ``--full``)."""
+        self.repo.wait_for_gc()
+        try:
+            self.repo.run("rev-list", "--objects", "--verify-objects", "--all", "--not", since)
+            return True, ""
+        except git.GitCommandError as exc:
+            return False, str(exc.stderr)
+
+    def _marker(self, key: str, head: str) -> str:
+        """The commit an earlier run verified up to, if it is still in this history."""
+        since = self._state.get(key)
+        if not since or not head:
+            return ""
+        if since == head:
+            return since
+        try:
+            self.repo.run("merge-base", "--is-ancestor", since, head)
+        except git.GitCommandError:
+            return ""  # history was rewritten under it: start again from the beginning
+        return since
 
     # pages -----------------------------------------------------------------------------------
 
@@ -377,22 +476,38 @@ class Doctor:
     # I3 ------------------------------------------------------------------------------------
 
     def _person_lines(self) -> CheckResult:
-        """Walk history oldest first; a daemon commit may not remove a line a person added."""
+        """Walk history oldest first; a daemon commit may not remove a line a person added,
+        unless the person asked for that operation (a ticked REVIEW.md item, revert, retract):
+        those removals are listed with the operation, and do not fail the check.
+
+        Incremental: the lines people wrote that still stand, and what earlier runs found, are
+        kept in the state database with the commit they were verified up to; only newer commits
+        are walked (``--full`` walks everything again)."""
         name, email = self.config.git.author_name, self.config.git.author_email
-        try:
-            out = self.repo.run(
-                "-c", "core.quotePath=false", "log", "--reverse", "-p", "-U0", "--no-color", "--no-ext-diff",
-                "--no-textconv", "--no-renames", "--diff-merges=first-parent", "--format=%x00%H%x1f%an%x1f%ae%x1f%P",
-                strip=False,
-            )
-        except git.GitCommandError:
+        head = self.repo.head() or ""
+        since = "" if self.full else self._marker("person_lines_head", head)
+        if not since:
+            self._state.reset_lines()
+        if since == head and head:
             out = ""
-        person: set[tuple[str, str]] = set()
+        else:
+            span = [f"{since}..HEAD"] if since else []
+            try:
+                out = self.repo.run(
+                    "-c", "core.quotePath=false", "log", "--reverse", "-p", "-U0", "--no-color", "--no-ext-diff",
+                    "--no-textconv", "--no-renames", "--diff-merges=first-parent",
+                    "--format=%x00%H%x1f%an%x1f%ae%x1f%P%x1f%(trailers:key=Wikiwright-Operation,valueonly,"
+                    "separator=)%x1f%s", *span, strip=False,
+                )
+            except git.GitCommandError:
+                out = ""
+        person = self._state.lines()
         violations: list[str] = []
+        requested: list[str] = []
         commits = 0
         for chunk in out.split("\x00")[1:]:
             header, _, diff = chunk.partition("\n")
-            sha, author, author_email, parents = [*header.split("\x1f"), "", "", ""][:4]
+            sha, author, author_email, parents, kind, subject = [*header.split("\x1f"), "", "", "", "", ""][:6]
             commits += 1
             is_daemon = author == name and author_email == email
             added, removed = _diff_lines(diff)
@@ -411,13 +526,27 @@ class Doctor:
                 if path not in texts:
                     shown = self.repo.show(sha, path)
                     texts[path] = {x.strip() for x in shown.splitlines()} if shown is not None else set()
-                if line not in texts[path] and not self._merge_explains(sha, parents.split(), path, line):
-                    violations.append(f"{sha[:10]} removed from {path}: {line[:120]!r}")
+                if line in texts[path] or self._merge_explains(sha, parents.split(), path, line):
+                    continue
+                where = f"{sha[:10]} ({kind.strip() or 'commit'}: {subject[:60]}) removed from {path}: {line[:120]!r}"
+                (requested if kind.strip() in REQUESTED_KINDS else violations).append(where)
             person.difference_update(removed)
+        self._state.save_lines(person, since_empty=not since)
+        self._state.add_findings("violation", violations)
+        self._state.add_findings("requested", requested)
+        if head:
+            self._state.put("person_lines_head", head)
+        violations = self._state.findings("violation")
+        requested = self._state.findings("requested")
         self._removed_lines = len(violations)
-        summary = (f"{commits} commit(s) walked; no daemon commit removed a person's line" if not violations
-                   else f"{len(violations)} line(s) a person wrote were removed by daemon commits")
-        return CheckResult("person lines", not violations, summary, violations[:50])
+        walked = f"{commits} new commit(s) walked since {since[:10]}" if since else f"{commits} commit(s) walked"
+        summary = (f"{walked}; no daemon commit removed a person's line unasked" if not violations
+                   else f"{len(violations)} line(s) a person wrote were removed by daemon commits nobody asked for")
+        if requested:
+            summary += (f"; {len(requested)} removed by operations a person asked for (ticked in REVIEW.md, "
+                        "revert, retract), listed")
+        details = [*violations[:50], *[f"asked for: {r}" for r in requested[:50]]]
+        return CheckResult("person lines", not violations, summary, details)
 
     def _merge_explains(self, sha: str, parents: list[str], path: str, line: str) -> bool:
         """A sync merge (two parents) may drop a line the other machine's history removed (it is
@@ -475,8 +604,8 @@ def _diff_lines(diff: str) -> tuple[set[tuple[str, str]], set[tuple[str, str]]]:
     return added, removed
 
 
-def run_doctor(config: Config, vault: Vault, *, repair: bool = True) -> DoctorReport:
-    return Doctor(config, vault, repair=repair).run()
+def run_doctor(config: Config, vault: Vault, *, repair: bool = True, full: bool = False) -> DoctorReport:
+    return Doctor(config, vault, repair=repair, full=full).run()
 
 
 def format_report(report: DoctorReport) -> str:

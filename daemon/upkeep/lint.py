@@ -29,7 +29,7 @@ from typing import Any
 from ..core.config import LintConfig
 from ..core.vault import Vault
 from ..wiki.catalog import Catalog, PageEntry
-from ..wiki.index import INDEX_END, INDEX_START, render_index_block
+from ..wiki.index import INDEX_END, INDEX_START, render_index
 from ..wiki.pages import (
     PAGE_TYPES,
     SPECIAL_PAGES,
@@ -60,6 +60,7 @@ KIND_HEADINGS: dict[str, str] = {
     "invalid-front-matter": "Invalid front matter",
     "page-too-large": "Oversized pages",
     "duplicate-name": "Duplicate titles and aliases",
+    "duplicate-title": "Duplicate titles and aliases",
     "retracted-citation": "Prose citing retracted sources",
     "conflict-marker": "Git conflict markers",
 }
@@ -485,11 +486,20 @@ def _index_checks(pages: dict[str, _Page], resolver: _Resolver, entries: list[Pa
             ))
         else:
             listed.add(target)
-    # What the index would list now (it leaves out unreadable pages and, over its size budget,
-    # the tail of the largest groups): only those can be missing from it.
+    # A large index lists whole groups on pages of their own (index-sources, …): what those
+    # blocks list counts as listed.
+    main, groups = render_index(entries)
+    for group_name in groups:
+        group = pages.get(group_name)
+        span = _index_block_lines(group) if group is not None else None
+        if group is None or span is None:
+            continue
+        listed |= {t for link in group.links if span[0] <= link.line <= span[1] and link.target
+                   and (t := resolver.resolve(link.target)) is not None}
+    # What the index lists now (it leaves out unreadable pages): every one of those must be in it.
     expected = {
-        name for link in iter_links(render_index_block(entries))
-        if (name := resolver.resolve(link.target)) is not None
+        found for text in (main, *groups.values()) for link in iter_links(text)
+        if (found := resolver.resolve(link.target)) is not None
     }
     for name in sorted(expected):
         # The special pages are reached from everywhere; a fresh vault's index lists none of them.
@@ -566,6 +576,30 @@ def _duplicate_names(pages: dict[str, _Page]) -> list[Finding]:
             f"\"{shown[key]}\" names {len(ordered)} pages ({', '.join(_ref(n) for n in ordered)}) as title, "
             f"alias or file name; links to it are ambiguous; tick to dismiss",
             {"name": key, "pages": ordered}, tuple(ordered),
+        ))
+    return findings
+
+
+def _duplicate_titles(pages: dict[str, _Page]) -> list[Finding]:
+    """Two pages with the same title, a source page among them ("README" twice): a reader cannot
+    tell them apart in the index, search or a link's text. (Between other pages, the same
+    title is a duplicate name, reported above.)"""
+    owners: dict[str, list[str]] = defaultdict(list)
+    for name, page in pages.items():
+        title = " ".join(page.entry.title.split())
+        if title and page.entry.type != "index" and not _special(name):
+            owners[title.casefold()].append(name)
+    findings = []
+    for _, names in sorted(owners.items()):
+        if len(names) < 2 or not any(pages[n].entry.type == "source" or n.startswith("sources/") for n in names):
+            continue
+        ordered = sorted(names)
+        title = pages[ordered[0]].entry.title
+        findings.append(Finding(
+            "duplicate-title", ordered[0], 1,
+            f"\"{title}\" is the title of {len(ordered)} pages ({', '.join(_ref(n) for n in ordered)}); give each "
+            f"its own title (for a source: the project or folder it belongs to); tick to dismiss",
+            {"title": title.casefold(), "pages": ordered}, tuple(ordered),
         ))
     return findings
 
@@ -661,6 +695,7 @@ def _run(vault: Vault, config: LintConfig, catalog: Catalog | None, suppressed_i
     findings += _index_checks(pages, resolver, entries)
     findings += _page_checks(pages, config)
     findings += _duplicate_names(pages)
+    findings += _duplicate_titles(pages)
     findings += _retracted_citations(pages, resolver)
     findings += _conflict_markers(pages)
     order = {kind: n for n, kind in enumerate(LINT_KINDS)}

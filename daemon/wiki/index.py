@@ -1,7 +1,11 @@
 """index.md and log.md, built by code from the catalogue, never written by the model.
 
-index.md keeps whatever a person writes outside the generated block; log.md is
-append-only: one ``## [YYYY-MM-DD] kind | Title`` entry per operation.
+index.md lists every page, one line each with its summary, grouped by type. It stays small
+enough to read at a glance (and to load whole into a prompt): when the whole list does not fit
+its budget, the largest groups move to a page of their own (``index-sources.md``, …), each
+complete, linked from index.md — never "… and N more". index.md and those pages keep whatever a
+person writes outside the generated block; log.md is append-only: one
+``## [YYYY-MM-DD] kind | Title`` entry per operation.
 """
 
 from __future__ import annotations
@@ -51,30 +55,62 @@ def _line(entry: PageEntry) -> str:
 
 # index.md must stay readable at a glance (and loadable whole by a model): the generated block
 # is kept under these budgets, which leave room for a person's text around it (file < 200
-# lines, < 25 KB). Over budget, summaries of source pages go first, then the largest groups
-# are cut to their first entries with a "… and N more" line.
+# lines, < 25 KB). Over budget, the largest groups move to their own index pages, complete.
 MAX_INDEX_LINES = 180
 MAX_INDEX_BYTES = 22_000
+SUB_PREFIX = "index-"
 
 
-def _render_groups(groups: list[tuple[str, list[PageEntry]]], caps: dict[str, int], short: set[str]) -> list[str]:
+def sub_index_name(heading: str) -> str:
+    """The page a whole group moves to: ``index-sources`` for "Sources"."""
+    return SUB_PREFIX + "".join(c if c.isalnum() else "-" for c in heading.casefold()).strip("-")
+
+
+def is_index_page(entry: PageEntry) -> bool:
+    return ("/" not in entry.name and entry.stem in ("index", "log")) or entry.type == "index"
+
+
+def _group_link(heading: str, count: int) -> str:
+    return (f"- [[{sub_index_name(heading)}|All {count} {heading.casefold()}]] — every one, one line each "
+            "with its summary")
+
+
+def render_index(entries: list[PageEntry]) -> tuple[str, dict[str, str]]:
+    """index.md's generated block, and the generated blocks of the group pages it links to
+    (page stem -> block; empty when everything fits in index.md). Every page is listed."""
+    ordered = [(heading, [_line(e) for e in members]) for heading, members in _ordered(entries)]
+    moved: set[str] = set()
+    while True:
+        block = "\n".join(_render(ordered, moved)) + "\n"
+        if _fits(block) or len(moved) == len(ordered):
+            break
+        heading = max((g for g in ordered if g[0] not in moved), key=lambda g: (sum(map(len, g[1])), g[0]))[0]
+        moved.add(heading)
+    subs = {sub_index_name(heading): "\n".join(_render([(heading, lines)], set())) + "\n"
+            for heading, lines in ordered if heading in moved}
+    return block, subs
+
+
+def _fits(block: str) -> bool:
+    return block.count("\n") <= MAX_INDEX_LINES and len(block.encode("utf-8")) <= MAX_INDEX_BYTES
+
+
+def _render(groups: list[tuple[str, list[str]]], moved: set[str]) -> list[str]:
     out = [INDEX_START]
-    for heading, members in groups:
-        out.append(f"\n## {heading} ({len(members)})\n")
-        cap = caps.get(heading, len(members))
-        for entry in members[:cap]:
-            line = _line(entry)
-            out.append(line.split(" — ", 1)[0] if heading in short else line)
-        if cap < len(members):
-            out.append(f"- … and {len(members) - cap} more (find them with `wikiwright search`)")
+    for heading, lines in groups:
+        out.append(f"\n## {heading} ({len(lines)})\n")
+        if heading in moved:
+            out.append(_group_link(heading, len(lines)))
+        else:
+            out += lines
     out.append(INDEX_END)
     return out
 
 
-def render_index_block(entries: list[PageEntry]) -> str:
+def _ordered(entries: list[PageEntry]) -> list[tuple[str, list[PageEntry]]]:
     groups: dict[str, list[PageEntry]] = defaultdict(list)
     for entry in entries:
-        if entry.stem in ("index", "log") and "/" not in entry.name:
+        if is_index_page(entry):
             continue
         if entry.error:
             continue  # an unreadable page is a stale pointer; lint reports it
@@ -87,73 +123,20 @@ def render_index_block(entries: list[PageEntry]) -> str:
             continue
         members.sort(key=lambda e: (e.title.casefold(), e.name))
         ordered.append((TYPE_HEADINGS.get(page_type, page_type.title() or "Pages"), members))
-
-    # The budget search works on line sizes measured once, and the block is rendered once at
-    # the end: rendering it afresh at every step cost ~0.4 s per ingest at 10,000 pages.
-    # fits() gives exactly what measuring "\n".join(_render_groups(...)) would.
-    sizes = [_PrefixSizes(members) for _, members in ordered]
-
-    def fits(caps: dict[str, int], short: set[str]) -> bool:
-        items = 2
-        newlines = INDEX_START.count("\n") + INDEX_END.count("\n")
-        size = len(INDEX_START.encode("utf-8")) + len(INDEX_END.encode("utf-8"))
-        kept = []
-        for heading, members in ordered:
-            header = f"\n## {heading} ({len(members)})\n"
-            cap = caps.get(heading, len(members))
-            kept.append(min(cap, len(members)))
-            items += 1 + kept[-1]
-            newlines += header.count("\n")
-            size += len(header.encode("utf-8"))
-            if cap < len(members):
-                more = f"- … and {len(members) - cap} more (find them with `wikiwright search`)"
-                items += 1
-                size += len(more.encode("utf-8"))
-        # "\n".join adds one newline (and one byte) between items. Every item is at least one
-        # line, so too many items fail without measuring a single entry line.
-        if newlines + items > MAX_INDEX_LINES:
-            return False
-        for (heading, _), count, prefix in zip(ordered, kept, sizes, strict=True):
-            line_bytes, line_newlines = prefix.upto(count, heading in short)
-            size += line_bytes
-            newlines += line_newlines
-        return newlines + items <= MAX_INDEX_LINES and size + items - 1 <= MAX_INDEX_BYTES
-
-    caps: dict[str, int] = {}
-    short: set[str] = set()
-    # Shorten the largest groups first, summaries before entries.
-    for heading, _ in sorted(ordered, key=lambda g: -len(g[1])):
-        if fits(caps, short):
-            break
-        short.add(heading)
-    while not fits(caps, short):
-        heading, members = max(ordered, key=lambda g: min(caps.get(g[0], len(g[1])), len(g[1])))
-        current = caps.get(heading, len(members))
-        if current <= 5:
-            break
-        caps[heading] = max(5, current - max(1, current // 4))
-    return "\n".join(_render_groups(ordered, caps, short)) + "\n"
+    return ordered
 
 
-class _PrefixSizes:
-    """(bytes, newlines) of a group's first k index lines, full or shortened, measured lazily:
-    only as many entries are formatted as the budget search asks about."""
+def sub_index_page(stem: str, block: str) -> str:
+    """A new group index page: its title and the generated block."""
+    heading = stem.removeprefix(SUB_PREFIX).replace("-", " ").capitalize()
+    title = f"Index — {heading}"
+    return render_page(Page({"type": "index", "title": title},
+                            f"# {title}\n\nEvery page of this kind, one line each (from [[index]]).\n\n{block}"))
 
-    def __init__(self, members: list[PageEntry]) -> None:
-        self.members = members
-        self.lines: list[str] = []
-        self.sums: dict[bool, list[tuple[int, int]]] = {False: [(0, 0)], True: [(0, 0)]}
 
-    def upto(self, count: int, short: bool) -> tuple[int, int]:
-        sums = self.sums[short]
-        while len(sums) <= count:
-            index = len(sums) - 1
-            if index == len(self.lines):
-                self.lines.append(_line(self.members[index]))
-            line = self.lines[index].split(" — ", 1)[0] if short else self.lines[index]
-            size, newlines = sums[-1]
-            sums.append((size + len(line.encode("utf-8")), newlines + line.count("\n")))
-        return sums[count]
+def render_index_block(entries: list[PageEntry]) -> str:
+    """index.md's generated block (see :func:`render_index` for the group pages)."""
+    return render_index(entries)[0]
 
 
 def splice_index(current: str, block: str, previous_block: str = "") -> str:

@@ -1,0 +1,389 @@
+"""What the offline engine derives from its term index, recomputed without one source.
+
+A revert (or a sync'd source reverted here) does not reverse-patch generated text: a concept
+page's "Mentioned in", "What it is", "Related", its ``sources`` and ``aliases`` and its very
+existence, the "Related pages" links on source pages and overview.md's block are functions of
+the recorded sources. So the source is taken out of the term index (``terms.forget_source``)
+and every page that depended on it is brought to what the remaining sources give:
+
+- a concept page still shared by two or more sources loses the source's line, its entry in
+  ``sources`` and an alias only it used; its "What it is" quote, when it was the source's, is
+  the one the engine would have chosen without it (the best of the first two sources that
+  share the term); "Related" keeps only terms that still share two sources with it;
+- a concept page left with fewer than two sources is removed if nobody but wikiwright ever
+  changed it, else kept with a note saying why it no longer qualifies;
+- a generated link line to a removed page ("Related pages", "Related") goes wherever it is;
+- overview.md's block is rendered again from the index (the engine's own ``overview_change``).
+
+A source the term index here never recorded (ingested on another machine and merged by sync)
+is taken out of the pages by what they say: the "Mentioned in" lines that cite it.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass, field
+from datetime import date
+
+from ..core.errors import WikiwrightError
+from ..door import Operation
+from ..ingest.concepts import (
+    MAX_RELATED,
+    MENTIONED,
+    OVERVIEW_END,
+    OVERVIEW_START,
+    RELATED_SOURCE_SECTION,
+    ConceptKeeper,
+    quote_safe,
+)
+from ..ingest.offline import digest, humanize_file_name
+from ..ingest.plan import redact_source
+from ..ingest.terms import Mention, TermIndex, extract_terms, forget_mention, forget_source, open_term_index
+from ..intake.extract import read_source
+from ..intake.names import disk_path
+from ..wiki.pages import FrontMatterError, Page, get_section, parse_page, render_page, set_section
+from ..wiki.writer import PageChange
+
+log = logging.getLogger(__name__)
+
+OWN_TYPES = ("entity", "concept", "topic", "stub")
+_LINK_LINE = re.compile(r"^- \[\[([^\]|#]+)(?:[|#][^\]]*)?\]\]")
+
+
+@dataclass
+class Regeneration:
+    edits: dict[str, tuple[str, str]] = field(default_factory=dict)  # page -> (current, new)
+    deletes: dict[str, str] = field(default_factory=dict)  # page -> current text
+    notes: list[str] = field(default_factory=list)
+    handled: set[str] = field(default_factory=set)  # pages not to reverse-patch
+
+    def text(self, page: str, session: Operation) -> str | None:
+        if page in self.edits:
+            return self.edits[page][1]
+        return session.read(page)
+
+    def put(self, page: str, session: Operation, new: str) -> None:
+        base = self.edits[page][0] if page in self.edits else session.read(page)
+        if base is not None:
+            self.edits[page] = (base, new)
+
+
+def _related_line(label: str, page: str) -> str:
+    return f"- [[{page}]]" if label.casefold() == page.casefold() else f"- [[{page}|{quote_safe(label)}]]"
+
+
+def person_touched(session: Operation, page: str) -> bool:
+    """True if any commit that changed the page is not wikiwright's (a person's edit, theirs
+    or another machine's person's); uncommitted edits were committed as theirs by ``read``."""
+    session.read(page)
+    daemon = session.config.git.author_name
+    return any(c.author != daemon for c in session.repo.log("--", f"wiki/{page}.md"))
+
+
+def _mention_sources(body: str) -> list[str]:
+    section = get_section(body, MENTIONED) or ""
+    return [m.group(1) for line in section.splitlines() if (m := _LINK_LINE.match(line))]
+
+
+def _drop_link_lines(body: str, heading: str, targets: set[str]) -> str:
+    """Remove generated ``- [[target…]]`` lines from one section; an emptied section goes."""
+    section = get_section(body, heading)
+    if section is None:
+        return body
+    lines = section.splitlines(keepends=True)
+    kept = [line for line in lines
+            if not ((m := _LINK_LINE.match(line)) and m.group(1).rsplit("/", 1)[-1].casefold() in targets)]
+    if kept == lines:
+        return body
+    if not any(_LINK_LINE.match(line) or (line.strip() and not line.startswith("## ")) for line in kept):
+        kept = []
+    new = "".join(kept)
+    if not new:
+        return set_section(body, heading, "")
+    if not new.endswith("\n\n") and not body.endswith(section):
+        new = new.rstrip("\n") + "\n\n"
+    return set_section(body, heading, new)
+
+
+class Regenerator:
+    def __init__(self, session: Operation, stem: str, today: date) -> None:
+        self.session = session
+        self.stem = stem
+        self.today = today
+        self.index: TermIndex = open_term_index(session.vault.state)
+        self.keeper = ConceptKeeper(session.vault, session.catalog, self.index)
+        self.result = Regeneration()
+        self.dropped: dict[str, set[str]] = {}  # key -> sources whose title-match mention went
+        self._terms_cache: dict[str, set[str] | None] = {}
+        self._pages: dict[str, str] = {}
+
+    def close(self) -> None:
+        self.index.close()
+
+    def _source_exists(self, stem: str) -> bool:
+        return stem != self.stem and (self.session.vault.sources_dir / f"{stem}.md").is_file()
+
+    def engine_page(self, page: str) -> bool:
+        """A page the offline engine keeps (by the index, or by its shape after a sync)."""
+        if self.index.key_of_page(page):
+            return True
+        text = self.session.read(page)
+        if text is None:
+            return False
+        try:
+            parsed = parse_page(text)
+        except FrontMatterError:
+            return False
+        return parsed.meta.get("type") in OWN_TYPES and get_section(parsed.body, MENTIONED) is not None
+
+    def run(self, diff_pages: list[str]) -> Regeneration:
+        """Take the source out of the index and recompute every page that depended on it."""
+        said = forget_source(self.index, self.stem)
+        mine = {m.key: m for m, _, _ in said}
+        pages: dict[str, str] = {page: m.key for m, page, _ in said if page}
+        for m, page, earlier in said:
+            if page and earlier < 2:
+                self._page_made_later(m.key, earlier)
+        for page in diff_pages:
+            if "/" not in page and page not in pages and page != "overview" and self.engine_page(page):
+                pages[page] = self.index.key_of_page(page)
+        self._pages = pages
+        removed: set[str] = set()
+        for page, key in sorted(pages.items()):
+            if self._concept(page, key, mine.get(key)):
+                removed.add(page)
+        if removed or self.dropped:
+            self._unlink(removed)
+        self.result.handled |= set(pages)
+        return self.result
+
+    def _page_made_later(self, key: str, earlier: int) -> None:
+        """The source was one of the first two to mention ``key``, so without it the term got its
+        page later. A source in between whose mention only came from matching that page's title
+        (the engine links pages it finds by title) would not mention it: that mention goes."""
+        remaining = [m for m in self.index.mentions(key, 10_000) if self._source_exists(m.source)]
+        counted = earlier  # sources before it were read with no page to match: their own terms
+        for mention in remaining[earlier:]:
+            if counted >= 2:
+                break
+            own = self._own_terms(mention.source)
+            if own is None or key in own:
+                counted += 1
+                continue
+            forget_mention(self.index, key, mention.source)
+            self.dropped.setdefault(key, set()).add(mention.source)
+
+    def _own_terms(self, stem: str) -> set[str] | None:
+        """The terms a source's own text gives (read again from raw/), cached; None when it
+        cannot be read again (its mentions then stay as recorded)."""
+        if stem in self._terms_cache:
+            return self._terms_cache[stem]
+        keys: set[str] | None = None
+        session = self.session
+        record = next((r for r in session.ledger.sources() if r.page == f"sources/{stem}"), None)
+        if record is not None:
+            try:
+                data = disk_path(session.vault.root, record.path).read_bytes()
+                source, _ = redact_source(session.config, read_source(disk_path(session.vault.root, record.path),
+                                                                      data))
+                summary = digest(source.text, source.kind, source.doc_title, humanize_file_name(record.path),
+                                 session.config.ingest.summary_sentences, session.config.ingest.key_points)
+                keys = {t.key for t in extract_terms(summary.body, summary.title, summary.sentences,
+                                                     known=self.index.known)}
+            except (OSError, WikiwrightError) as exc:
+                log.info("cannot read %s again (%s); its mentions stay as recorded", record.path, exc)
+        self._terms_cache[stem] = keys
+        return keys
+
+    # -- one concept page -------------------------------------------------------------------
+
+    def _concept(self, page: str, key: str, mine: Mention | None) -> bool:
+        """Recompute one page; True when it is removed."""
+        session, res = self.session, self.result
+        text = res.text(page, session)
+        if text is None:
+            return False
+        try:
+            parsed = parse_page(text)
+        except FrontMatterError:
+            res.notes.append(f"wiki/{page}.md has broken front matter; left as it is")
+            return False
+        if key:
+            remaining = [m for m in self.index.mentions(key, 10_000) if self._source_exists(m.source)]
+        else:  # a page this machine's index does not know: what the page itself lists
+            listed = [s for s in _mention_sources(parsed.body) if self._source_exists(s)]
+            remaining = [Mention(key, s, "", "", 0.0) for s in listed]
+        if self.stem not in (parsed.meta.get("sources") or []) and self.stem not in _mention_sources(parsed.body) \
+                and mine is None:
+            return False
+        sources = list(dict.fromkeys(m.source for m in remaining))
+        gone = {self.stem, *self.dropped.get(key, set())}
+        if len(sources) < 2:
+            if not person_touched(session, page):
+                res.deletes[page] = session.read(page) or text
+                if key:
+                    self.index.set_page(key, "")
+                return True
+            res.notes.append(f"wiki/{page}.md is kept although fewer than two sources mention it now: "
+                             "a person edited it")
+            parsed.body = self._note(self._strip_source(parsed.body, gone))
+        else:
+            parsed.body = self._strip_source(parsed.body, gone)
+            parsed.body = self._what_it_is(parsed, remaining)
+            parsed.body = self._related(parsed.body, key, page)
+        meta = parsed.meta
+        in_meta = meta.get("sources")
+        if isinstance(in_meta, list) and gone & set(in_meta):
+            meta["sources"] = [s for s in in_meta if s not in gone]
+        aliases = meta.get("aliases")
+        if mine is not None and isinstance(aliases, list):
+            others = {m.label.casefold() for m in remaining}
+            meta["aliases"] = [a for a in aliases
+                               if str(a).casefold() != mine.label.casefold() or str(a).casefold() in others]
+        new = render_page(parsed)
+        if new != text:
+            res.put(page, session, new)
+        return False
+
+    def _strip_source(self, body: str, gone: set[str]) -> str:
+        section = get_section(body, MENTIONED)
+        if section is None:
+            return body
+        lines = section.splitlines(keepends=True)
+        kept = [line for line in lines if not ((m := _LINK_LINE.match(line)) and m.group(1) in gone)]
+        count = len([line for line in kept if _LINK_LINE.match(line)])
+        kept = [re.sub(r"^- Mentioned by \d+ sources in all\.", f"- Mentioned by {count} sources in all.", line)
+                for line in kept]
+        return set_section(body, MENTIONED, "".join(kept)) if kept != lines else body
+
+    def _what_it_is(self, page: Page, remaining: list[Mention]) -> str:
+        body = page.body
+        section = get_section(body, "What it is")
+        if section is None or f"> — [[{self.stem}]]" not in section or not remaining[0].sentence:
+            return body
+        # The engine quotes the best sentence of the sources that shared the term when its page
+        # was made: without this source, the first two that remain (a tie goes to the later).
+        first_two = remaining[:2]
+        best = max(first_two, key=lambda m: (m.score, m is first_two[-1]))
+        quote = f"> {quote_safe(best.sentence)}\n> — [[{best.source}]]\n"
+        new = re.sub(r"(?ms)^> .*?^> — \[\[[^\]]+\]\]\n", lambda _m: quote, section, count=1)
+        summary = " ".join(best.sentence.split())
+        meta = page.meta
+        if "summary" in meta:
+            meta["summary"] = quote_safe(summary if len(summary) <= 200 else summary[:197].rstrip() + "…")
+        return set_section(body, "What it is", new)
+
+    def _related(self, body: str, key: str, page: str) -> str:
+        """Only terms that still share two sources with it; then, as an update by the engine
+        does, the related terms now missing while fewer than MAX_RELATED are listed."""
+        if not key:
+            return body
+        now = [(k, p) for k, p, _ in self.index.related(key, 10_000) if p != page]
+        still = {p.casefold() for _, p in now}
+        section = get_section(body, "Related") or ""
+        gone = set()
+        for line in section.splitlines():
+            m = _LINK_LINE.match(line)
+            if m and m.group(1).casefold() not in still and self.index.key_of_page(m.group(1)):
+                gone.add(m.group(1).casefold())
+        if gone:
+            body = _drop_link_lines(body, "Related", gone)
+        section = get_section(body, "Related") or ""
+        listed = {m.group(1).casefold() for line in section.splitlines() if (m := _LINK_LINE.match(line))}
+        missing = [(k, p) for k, p in now[:MAX_RELATED] if p.casefold() not in listed]
+        if missing and len(listed) < MAX_RELATED:
+            lines = [_related_line(self.index.label(k), p) for k, p in missing]
+            if section:
+                body = set_section(body, "Related", section.rstrip("\n") + "\n" + "\n".join(lines) + "\n\n")
+            else:
+                body = body.rstrip("\n") + "\n\n## Related\n\n" + "\n".join(lines) + "\n"
+        return body
+
+    def _note(self, body: str) -> str:
+        note = (f"> [!note] Fewer than two sources mention this since the ingest of [[{self.stem}]] was reverted "
+                f"({self.today.isoformat()}); kept because a person edited this page.\n\n")
+        if note.split(" since")[0] in body:
+            return body
+        lines = body.splitlines(keepends=True)
+        at = next((i + 1 for i, line in enumerate(lines) if line.startswith("# ")), 0)
+        while at < len(lines) and not lines[at].strip():
+            at += 1
+        lines.insert(at, note)
+        return "".join(lines)
+
+    # -- links to removed pages -------------------------------------------------------------
+
+    def _unlink(self, removed: set[str]) -> None:
+        """Generated link lines to removed pages, wherever they are, and the links of sources
+        whose mention went (``dropped``) to the page that still stands."""
+        targets = {p.rsplit("/", 1)[-1].casefold() for p in removed}
+        needles = [f"[[{t}" for t in targets | {p.casefold() for p in self._pages}]
+        session, res = self.session, self.result
+        extra: dict[str, set[str]] = {}
+        for key, stems in self.dropped.items():
+            page = self.index.page_of(key) or next((p for p, k in self._pages.items() if k == key), "")
+            if page and page not in removed:
+                for stem in stems:
+                    extra.setdefault(f"sources/{stem}", set()).add(page.casefold())
+        for name, body in session.catalog.iter_bodies():
+            if name in removed or name in ("index", "log", "overview") or name == f"sources/{self.stem}":
+                continue
+            low = body.casefold()
+            if name not in extra and not any(n in low for n in needles):
+                continue
+            text = res.text(name, session)
+            if text is None:
+                continue
+            try:
+                parsed = parse_page(text)
+            except FrontMatterError:
+                continue
+            mine = targets | extra.get(name, set())
+            new_body = _drop_link_lines(parsed.body, RELATED_SOURCE_SECTION, mine)
+            new_body = _drop_link_lines(new_body, "Related", targets | self._unrelated(name, parsed.body))
+            if new_body != parsed.body:
+                parsed.body = new_body
+                res.put(name, session, render_page(parsed))
+                res.handled.add(name)
+
+    def _unrelated(self, name: str, body: str) -> set[str]:
+        """Pages this source made related to ``name`` that no longer share two sources with it."""
+        key = self.index.key_of_page(name) if "/" not in name else ""
+        if not key or name in self._pages:
+            return set()
+        section = get_section(body, "Related") or ""
+        listed = {m.group(1).casefold() for line in section.splitlines() if (m := _LINK_LINE.match(line))}
+        touched = listed & {p.casefold() for p in self._pages}
+        if not touched:
+            return set()
+        still = {p.casefold() for _, p, _ in self.index.related(key, 10_000)}
+        return touched - still
+
+    # -- overview.md ------------------------------------------------------------------------
+
+    def overview(self) -> PageChange | None:
+        """overview.md's block from the index as it is now (call after pages are written)."""
+        current = self.session.read("overview")
+        if current is None or OVERVIEW_START not in current or OVERVIEW_END not in current:
+            return None
+        return self.keeper.overview_change(self.today, "")
+
+
+def mask_overview(text: str | None) -> str | None:
+    """overview.md with its generated block reduced to its markers (reverse-patched apart)."""
+    if text is None:
+        return None
+    start, end = text.find(OVERVIEW_START), text.find(OVERVIEW_END)
+    if start == -1 or end < start:
+        return text
+    return text[:start] + OVERVIEW_START + "\n" + text[end:]
+
+
+def unmask_overview(masked: str, current: str) -> str:
+    """Put ``current``'s generated block back into a masked text."""
+    start, end = current.find(OVERVIEW_START), current.find(OVERVIEW_END)
+    if start == -1 or end < start:
+        return masked
+    block = current[start:end]
+    return masked.replace(OVERVIEW_START + "\n", block, 1)
