@@ -174,6 +174,12 @@ def race_hook(hook: Callable[[Path], None]) -> Iterator[None]:
         _race_hook = previous
 
 
+def race_point(path: Path) -> None:
+    """The test hook's point: between a writer's last comparison and its install."""
+    if _race_hook is not None:
+        _race_hook(path)
+
+
 class _Renamer:
     """renameat2 / renamex_np through libc (ctypes); ``fn`` None where there is neither."""
 
@@ -389,8 +395,7 @@ def atomic_replace_if(path: Path, data: bytes | None, expected: bytes | None) ->
         if _read_or_none(path) != expected:  # the final comparison: everything slow is done
             tmp.unlink()
             return False
-        if _race_hook is not None:
-            _race_hook(path)
+        race_point(path)
         installed = _install(path, tmp, data, expected)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -459,8 +464,7 @@ def _create(path: Path, tmp: Path) -> bool:
 def _remove_if(path: Path, expected: bytes) -> bool:
     """Remove ``path`` only if it holds ``expected``: moved aside in one rename (the inode that
     was at the path, whatever it is), checked there, and put back if it was not ``expected``."""
-    if _race_hook is not None:
-        _race_hook(path)
+    race_point(path)
     if not _exchange_ok(path.parent):
         if _read_or_none(path) != expected:
             return False
