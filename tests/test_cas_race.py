@@ -241,3 +241,26 @@ def test_mode_is_atomic_exchange_here(folder: Path) -> None:
     """The test machine's filesystems (ext4, tmpfs, overlayfs) all do exchanges."""
     assert fsutil.cas_mode(folder) == fsutil.EXCHANGE_MODE
     assert list(folder.iterdir()) == []  # the probe leaves nothing behind
+
+
+def test_status_and_doctor_say_which_mode_the_vault_runs_in(vault: Vault, monkeypatch: pytest.MonkeyPatch) -> None:
+    from wikiwright.core.config import load_config
+    from wikiwright.runtime.status import gather
+    from wikiwright.upkeep.doctor import run_doctor
+
+    from tests.helpers import cli
+
+    shown = cli("status", "--vault", str(vault.root))
+    assert "Writes:  compare-and-swap by atomic exchange" in shown.stdout, shown.stdout + shown.stderr
+    assert "[ok  ] writes: compare-and-swap by atomic exchange" in cli("doctor", "--vault", str(vault.root)).stdout
+    report = run_doctor(load_config(vault.root), vault, repair=False)
+    assert next(c for c in report.checks if c.name == "writes").summary == "compare-and-swap by atomic exchange"
+    # Where there is no exchange (a libc without renameat2; a filesystem refusing it is
+    # remembered the same way), writes still compare-and-swap, by the fallback, and say so.
+    monkeypatch.setattr(fsutil._rename2, "fn", None)
+    assert gather(load_config(vault.root), vault)["writes"] == "fallback"
+    page = vault.wiki / "overview.md"
+    text = page.read_bytes()
+    assert not fsutil.atomic_replace_if(page, b"ours\n", b"not what is there\n")
+    assert fsutil.atomic_replace_if(page, text + b"ours\n", text) and page.read_bytes() == text + b"ours\n"
+    assert not fsutil.atomic_replace_if(page, b"new\n", None)  # create refuses an existing file
