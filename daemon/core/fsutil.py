@@ -238,7 +238,8 @@ def _refused(folder: Path, exc: OSError) -> bool:
 
 def cas_mode(folder: Path) -> str:
     """How compare-and-swap runs in ``folder``: :data:`EXCHANGE_MODE` or :data:`FALLBACK_MODE`
-    (probed once per filesystem with two empty files; shown by ``status`` and ``doctor``)."""
+    (probed with two empty temp files; shown by ``status`` and ``doctor``); "unknown (…)"
+    where the folder cannot be written to probe it."""
     if not _exchange_ok(folder):
         return FALLBACK_MODE
     made: list[Path] = []
@@ -249,9 +250,9 @@ def cas_mode(folder: Path) -> str:
             made.append(Path(name))
         _rename2(made[0], made[1], exchange=True)
     except OSError as exc:
-        if not made or _refused(folder, exc):
+        if made and _refused(folder, exc):
             return FALLBACK_MODE
-        raise
+        return f"unknown (cannot probe {folder}: {exc.strerror})"
     finally:
         for path in made:
             with contextlib.suppress(OSError):
@@ -262,23 +263,27 @@ def cas_mode(folder: Path) -> str:
 _BUSY = object()  # a displaced file still open for writing after SETTLE_SECONDS
 
 
-def _writer_open(fd: int) -> bool | None:
-    """Whether any process has the file open for writing (Linux: a read lease is refused then);
-    None where the kernel cannot tell (macOS, another owner's file, some filesystems)."""
+_UNKNOWN = object()  # the kernel cannot say whether a writer has the file open
+
+
+def _read_unwritten(fd: int) -> object:
+    """The file's bytes, read while no process has it open for writing (Linux: a read lease
+    is refused while any writer has it open, and broken by a writer opening it meanwhile);
+    :data:`_BUSY` while a writer has it open; :data:`_UNKNOWN` where the kernel cannot tell
+    (macOS, a file another user owns, some filesystems)."""
     if not sys.platform.startswith("linux"):
-        return None
+        return _UNKNOWN
     try:
         # A lease break would send SIGIO, whose default kills the process: SIGURG is ignored.
         fcntl.fcntl(fd, fcntl.F_SETSIG, signal.SIGURG)
         fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_RDLCK)
     except OSError as exc:
-        if exc.errno in (errno.EAGAIN, errno.EBUSY):
-            return True
-        return None
+        return _BUSY if exc.errno in (errno.EAGAIN, errno.EBUSY) else _UNKNOWN
     try:
-        # Nobody can open the displaced file by name (only we know its temp name), so once
-        # no writer has it open, its bytes are final. F_UNLCK here: a writer opened it meanwhile.
-        return fcntl.fcntl(fd, fcntl.F_GETLEASE) != fcntl.F_RDLCK
+        data = _read_fd(fd)
+        # Still ours (F_RDLCK): no writer opened it while we read. Nobody else knows the
+        # displaced file's temp name, so once no writer has it open, its bytes are final.
+        return data if fcntl.fcntl(fd, fcntl.F_GETLEASE) == fcntl.F_RDLCK else _BUSY
     finally:
         with contextlib.suppress(OSError):
             fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_UNLCK)
@@ -304,10 +309,10 @@ def _settled_read(path: Path) -> object:
     try:
         deadline = time.monotonic() + SETTLE_SECONDS
         while True:
-            writer = _writer_open(fd)
-            if writer is False:
-                return _read_fd(fd)
-            if writer is None:
+            data = _read_unwritten(fd)
+            if isinstance(data, bytes):
+                return data
+            if data is _UNKNOWN:
                 # The kernel cannot tell: the bytes must stand still across a short pause.
                 before = os.fstat(fd)
                 data = _read_fd(fd)
