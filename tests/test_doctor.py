@@ -34,7 +34,8 @@ def test_a_healthy_vault_passes_every_check(services: Services) -> None:
     assert report.ok, format_report(report)
     assert report.lost == 0 and report.unseen == 0
     assert [c.name for c in report.checks] == [
-        "accounting", "commits", "sources in raw/", "temp files", "locks", "git fsck", "pages", "person lines"]
+        "accounting", "commits", "sources in raw/", "temp files", "locks", "git fsck", "pages", "person lines",
+        "writes"]
     assert "3 ingested" in _check(report, "accounting").summary
     assert "1 skipped" in _check(report, "accounting").summary
     assert "all invariants hold" in format_report(report)

@@ -87,6 +87,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     daemon = data["daemon"]
     print(f"Vault:   {data['vault']}")
     print(f"Engine:  {data['engine']}")
+    print(f"Writes:  compare-and-swap by {data['writes']}")
     spend = data.get("spend") or {}
     if spend and (spend["month"]["calls"] or not data["engine"].startswith("offline")):
         print(f"Spend:   {_spend_line(spend['today'], 'today')}; {_spend_line(spend['month'], 'this month')}")

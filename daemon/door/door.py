@@ -171,11 +171,25 @@ class Door:
             return message
 
     def _sweep_temp_files(self, entry: JournalEntry) -> None:
-        """The temp files of the interrupted writes (atomic writes of the journaled files)."""
-        for rel in [*entry.files, f"{self.journal.path.parent.name}/{self.journal.path.name}"]:
+        """The temp files of the interrupted writes (atomic writes of the journaled files).
+
+        A crash right after a compare-and-swap's exchange leaves the displaced file under the
+        temp name: when its bytes are none the journal knows (a person's save in that instant),
+        it is kept beside the file, renamed out of every sweep's reach, never removed."""
+        journal_rel = f"{self.journal.path.parent.name}/{self.journal.path.name}"
+        for rel in [*entry.files, journal_rel]:
             path = self.vault.root / rel
+            change = entry.files.get(rel)
+            known = {change.before, change.after, change.disk_before, change.disk_after} if change else set()
             for temp in path.parent.glob(f".{path.name}{TEMP_MARKER}*"):
-                temp.unlink(missing_ok=True)
+                data = _read_bytes(temp)
+                if change is None or not data or git_blob_id(data) in known or data == _read_bytes(path):
+                    temp.unlink(missing_ok=True)
+                    continue
+                kept = temp.with_name(temp.name.replace(TEMP_MARKER, ".wikiwright-kept-"))
+                temp.replace(kept)
+                log.warning("recovery: %s may hold a save of yours made as the interrupted operation wrote %s; "
+                            "kept as it is", kept.name, rel)
 
     def _roll_forward(self, entry: JournalEntry, sha: str) -> None:
         committed = {rel: change.after for rel, change in entry.files.items()}

@@ -38,6 +38,7 @@ from datetime import date, datetime
 from pathlib import Path
 
 from ..core.errors import WikiwrightError
+from ..core.fsutil import race_point
 from ..core.secrets import REDACTED_RE as SECRET_REDACTED_RE
 from ..core.secrets import redact as redact_secrets
 
@@ -347,6 +348,23 @@ def _lock(fd: int, path: Path, timeout: float) -> None:
             time.sleep(0.02)
 
 
+def _still_named(fd: int, path: Path) -> bool:
+    """Whether ``path`` still names the file open as ``fd`` (a save by rename replaces it)."""
+    try:
+        st = os.stat(path, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    mine = os.fstat(fd)
+    return (st.st_dev, st.st_ino) == (mine.st_dev, mine.st_ino)
+
+
+def _read_log(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return b""
+
+
 def _last_session_tail(fd: int, size: int) -> tuple[str, str]:
     """Heading and last section name of the file's last session block (from its tail)."""
     start = max(0, size - 65536)
@@ -391,37 +409,50 @@ def append_session(
     heading = session_heading(when, label, counted)
     logs_dir.mkdir(parents=True, exist_ok=True)
     path = logs_dir / f"{when:%Y-%m-%d}.md"
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise LogWriteError(f"{path} is a symbolic link; daily logs are never written through links") from None
-        raise LogWriteError(f"cannot open {path}: {exc.strerror}") from None
-    try:
-        _lock(fd, path, lock_timeout)
-        size = os.fstat(fd).st_size
-        prefix = ""
-        new_session = True
-        if size == 0:
-            prefix = f"# {when:%Y-%m-%d}\n\n"
-        else:
-            if os.pread(fd, 1, size - 1) != b"\n":
-                prefix = "\n"
-            if continue_label and label:
-                last_heading, last_section = _last_session_tail(fd, size)
-                match = SESSION_RE.match(last_heading)
-                if match and (match.group("label") or "").strip() == clean_label(label):
-                    new_session = False
-                    if lines and lines[0] == last_section:
-                        lines = lines[1:]
-            if new_session:
-                prefix += "\n"
-        block = render_block(lines, heading if new_session else None)
-        data = (prefix + block).encode("utf-8")
-        written = 0
-        while written < len(data):
-            written += os.write(fd, data[written:])
-        os.fsync(fd)
-    finally:
-        os.close(fd)  # closing drops the flock
+    for _attempt in range(10):
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise LogWriteError(f"{path} is a symbolic link; daily logs are never written through links") from None
+            raise LogWriteError(f"cannot open {path}: {exc.strerror}") from None
+        try:
+            _lock(fd, path, lock_timeout)
+            if not _still_named(fd, path):
+                continue  # a person's save (temp file + rename) replaced the file since we opened it
+            size = os.fstat(fd).st_size
+            prefix = ""
+            new_session = True
+            body = lines
+            if size == 0:
+                prefix = f"# {when:%Y-%m-%d}\n\n"
+            else:
+                if os.pread(fd, 1, size - 1) != b"\n":
+                    prefix = "\n"
+                if continue_label and label:
+                    last_heading, last_section = _last_session_tail(fd, size)
+                    match = SESSION_RE.match(last_heading)
+                    if match and (match.group("label") or "").strip() == clean_label(label):
+                        new_session = False
+                        if body and body[0] == last_section:
+                            body = body[1:]
+                if new_session:
+                    prefix += "\n"
+            block = render_block(body, heading if new_session else None)
+            data = (prefix + block).encode("utf-8")
+            race_point(path)
+            written = 0
+            while written < len(data):
+                written += os.write(fd, data[written:])
+            os.fsync(fd)
+            # O_APPEND never overwrites a byte a person wrote; but a save of theirs by temp file +
+            # rename that lands while we write replaces the file we appended to. Then the block
+            # goes into the file they saved (unless their editor had read it in already).
+            if _still_named(fd, path) or block.encode("utf-8") in _read_log(path):
+                break
+        finally:
+            os.close(fd)  # closing drops the flock
+    else:
+        raise LogWriteError(f"{path} kept being replaced while wikiwright appended to it; nothing was lost, "
+                            "the block was not written")
     return AppendResult(path, new_session, len(data))

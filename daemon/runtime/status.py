@@ -8,6 +8,7 @@ import time
 from typing import Any
 
 from ..core.config import Config
+from ..core.fsutil import cas_mode
 from ..core.vault import Vault, VaultLock
 from ..intake.ledger import Ledger
 from ..runtime.diskspace import disk_full_status
@@ -82,6 +83,7 @@ def gather(config: Config, vault: Vault, *, recent: int = 5) -> dict[str, Any]:
     return {
         "vault": str(vault.root),
         "engine": engine,
+        "writes": cas_mode(vault.wiki),  # compare-and-swap by "atomic exchange" or the "fallback"
         "spend": spend,
         "daemon": daemon,
         "counts": counts,

@@ -34,7 +34,7 @@ from typing import Any
 
 from ..core.config import Config
 from ..core.errors import SourceRejected
-from ..core.fsutil import TEMP_MARKER
+from ..core.fsutil import TEMP_MARKER, cas_mode
 from ..core.locks import vault_write_lock
 from ..core.opkinds import OpKind
 from ..core.sqlitedb import open_db
@@ -221,6 +221,7 @@ class Doctor:
                 self._fsck(),
                 self._pages(),
                 self._person_lines(),
+                CheckResult("writes", True, f"compare-and-swap by {cas_mode(self.vault.wiki)}"),  # DESIGN.md rule 4
             ]
             states = ledger.counts()
         finally:

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..core.fsutil import atomic_write_bytes
+from ..core.fsutil import atomic_replace_if
 from ..core.locks import vault_write_lock
 from ..core.sqlitedb import Schema, open_db
 from ..core.vault import Vault
@@ -255,11 +255,12 @@ def review_lock(vault: Vault) -> contextlib.AbstractContextManager[None]:
 
 
 def edit_review(vault: Vault, mutate: Callable[[str], str]) -> bool:
-    """Apply ``mutate`` to REVIEW.md's text and write it atomically; True if it changed.
+    """Apply ``mutate`` to REVIEW.md's text and install it by compare-and-swap; True if it changed.
 
-    The file is re-read right before the write; if a person saved meanwhile, the edit is
-    redone on their text, so their words are never overwritten. Bytes that are not UTF-8
-    go through unchanged.
+    The new text is installed only while the file still holds the text it was made from
+    (:func:`atomic_replace_if`: no window between that check and the install); if a person
+    saved meanwhile, their version stays and the edit is redone on their text, so their
+    words are never overwritten. Bytes that are not UTF-8 go through unchanged.
     """
     path = vault.review_file
     with review_lock(vault):
@@ -268,10 +269,8 @@ def edit_review(vault: Vault, mutate: Callable[[str], str]) -> bool:
             after = mutate(before if before is not None else HEADER)
             if after == before:
                 return False
-            if read_review(vault).text != before:
-                continue
-            atomic_write_bytes(path, _encode(after))
-            return True
+            if atomic_replace_if(path, _encode(after), _encode(before) if before is not None else None):
+                return True
     log.warning("REVIEW.md kept changing while wikiwright tried to update it; will try again later")
     return False
 
