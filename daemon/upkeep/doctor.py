@@ -37,7 +37,7 @@ from ..core.errors import SourceRejected
 from ..core.fsutil import TEMP_MARKER, cas_mode
 from ..core.locks import vault_write_lock
 from ..core.opkinds import OpKind
-from ..core.sqlitedb import open_db
+from ..core.sqlitedb import Schema, open_db
 from ..core.vault import Vault, VaultLock
 from ..intake.ledger import Ledger
 from ..intake.names import disk_name, disk_path, relative_name
@@ -101,7 +101,7 @@ class DoctorState:
     history check reached, the lines people wrote that still stand there, and the findings."""
 
     def __init__(self, vault: Vault) -> None:
-        self._db = open_db(vault.db_path, _STATE_SCHEMA, synchronous="NORMAL")
+        self._db = open_db(vault.db_path, Schema("doctor", 1, _STATE_SCHEMA), synchronous="NORMAL")
 
     def close(self) -> None:
         self._db.close()
