@@ -15,6 +15,8 @@ import re
 from html.parser import HTMLParser
 from typing import ClassVar
 
+from .bounds import check_html_depth
+
 log = logging.getLogger(__name__)
 
 
@@ -156,6 +158,7 @@ def _tidy(text: str) -> str:
 
 def html_to_markdown_stdlib(markup: str) -> tuple[str, str]:
     """(markdown, <title>) with the standard library's parser."""
+    check_html_depth(markup)
     parser = _Markdown()
     parser.feed(markup)
     parser.close()
@@ -182,6 +185,7 @@ def _real_h1_only(found: str, markup: str) -> str:
 
 def html_to_markdown(markup: str) -> tuple[str, str]:
     """(main content as markdown, the page's <title>)."""
+    check_html_depth(markup)  # before lxml (under trafilatura) builds and walks a tree
     title = html_title(markup)
     if trafilatura_available():
         import trafilatura
