@@ -285,3 +285,32 @@ def test_the_one_shot_cli_quarantines_a_bomb_and_ingests_the_note(tmp_path: Path
     assert (file_row(root, "raw/tides.md") or ("",))[0] == "ingested", output
     # ru_maxrss of a reaped child covers the processes it reaped in turn (its document reader).
     assert usage.ru_maxrss < RSS_LIMIT_KB, f"peak RSS {usage.ru_maxrss // 1024} MB"
+
+
+def big_docx(paragraphs: int) -> bytes:
+    """A Word file of distinct paragraphs: within the size bounds, heavy to parse (python-docx
+    builds a tree of every one)."""
+    ns = b'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"'
+    xml = (b'<?xml version="1.0"?><w:document ' + ns + b"><w:body>"
+           + b"".join(b"<w:p><w:r><w:t>paragraph %d</w:t></w:r></w:p>" % n for n in range(paragraphs))
+           + b"</w:body></w:document>")
+    packer = zlib.compressobj(1, zlib.DEFLATED, -15)
+    member = (packer.compress(xml) + packer.flush(), zlib.crc32(xml), len(xml))
+    return rezip(docx_bytes("Big", "Part", ["x"], [], [["a"]]), {"word/document.xml": member})
+
+
+def test_the_reader_process_has_a_memory_and_a_time_limit() -> None:
+    """What passes the size checks but needs more memory or time than allowed fails in the
+    reader process, with a reason naming the limit; the next document gets a fresh reader."""
+    from wikiwright.intake.extract import Limits, SourceRejected, extract_source
+
+    data = big_docx(700_000)  # 30 MB of XML, 2 MB on disk
+    roomy = {"expanded_bytes": 10**10, "member_bytes": 10**10}
+    with pytest.raises(SourceRejected) as caught:
+        extract_source(Path("big.docx"), data, Limits(**roomy, memory_bytes=150 * MB))
+    assert caught.value.code == "too-much-memory" and "of memory to read" in str(caught.value)
+    with pytest.raises(SourceRejected) as caught:
+        extract_source(Path("big.docx"), data, Limits(**roomy, timeout_seconds=0.5))
+    assert caught.value.code == "too-slow" and "took longer than 0.5 s" in str(caught.value)
+    note = extract_source(Path("tides.md"), NOTE.encode(), Limits())
+    assert note.text == NOTE and note.kind == "markdown"

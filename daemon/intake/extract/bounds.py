@@ -58,8 +58,8 @@ class Limits:
 def size_words(size: int) -> str:
     """``200 MB``, ``1.5 GB``: sizes as a reason shows them."""
     if size >= 1000 * MB:
-        return f"{size / (1000 * MB):g} GB"
-    return f"{size / MB:g} MB" if size >= MB else f"{size:,} bytes"
+        return f"{size / (1000 * MB):.3g} GB"
+    return f"{size / MB:.3g} MB" if size >= MB else f"{size:,} bytes"
 
 
 def too_expanded(what: str, limit: int) -> SourceRejected:

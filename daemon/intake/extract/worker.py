@@ -31,6 +31,26 @@ def _address_space() -> int:
         return int(handle.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
 
 
+_cap: list[int] = []  # the address-space cap this worker set (empty: none)
+
+
+def _peak_address_space() -> int:
+    try:
+        with open("/proc/self/status") as handle:
+            for line in handle:
+                if line.startswith("VmPeak:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def _hit_the_cap() -> bool:
+    """True when this worker's address space came within 5% of its cap: a parser that failed
+    then ran out of memory, whatever its error says (libxml2 reports "unknown error")."""
+    return bool(_cap) and _peak_address_space() >= _cap[0] * 0.95
+
+
 def _cap_memory(extra: int) -> None:
     try:
         limit = _address_space() + extra
@@ -41,6 +61,7 @@ def _cap_memory(extra: int) -> None:
         limit = min(limit, hard)
     with contextlib.suppress(ValueError, OSError):
         resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+        _cap.append(limit)
 
 
 def _cap_cpu(seconds: float) -> None:
@@ -66,17 +87,20 @@ def _read_one(header: dict[str, Any], data: bytes) -> dict[str, Any]:
     from .bounds import Limits, size_words
 
     limits = Limits(**header["limits"])
+    out_of_memory = {"code": "too-much-memory", "fatal": True,
+                     "message": f"needs more than {size_words(limits.memory_bytes)} of memory to read "
+                                "(ingest.extract_memory_mb): a decompression bomb, or a document too large"}
     try:
         source = read_source(Path(header["path"]), data, limits)
     except SourceRejected as exc:
-        return {"code": exc.code, "message": str(exc)}
+        return out_of_memory if exc.code == "unreadable" and _hit_the_cap() else {"code": exc.code, "message": str(exc)}
     except RecursionError:
         return {"code": "too-deep", "message": "nests its structure too deep to read (a parser bomb)"}
     except MemoryError:
-        return {"code": "too-much-memory", "fatal": True,
-                "message": f"needs more than {size_words(limits.memory_bytes)} of memory to read "
-                           "(ingest.extract_memory_mb): a decompression bomb, or a document too large"}
+        return out_of_memory
     except Exception as exc:  # a library's bug on these bytes: the same bytes fail the same way
+        if _hit_the_cap():
+            return out_of_memory
         return {"code": "unreadable", "message": f"could not be read ({type(exc).__name__}: {exc})"}
     if len(source.text) > limits.expanded_bytes:
         return {"code": "too-expanded", "message": f"reads as more than {size_words(limits.expanded_bytes)} of text"}
