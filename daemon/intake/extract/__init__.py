@@ -20,6 +20,7 @@ parser. PDF (pypdf), Word (python-docx) and spreadsheets (openpyxl) are default 
 from __future__ import annotations
 
 import io
+import logging
 import re
 import zipfile
 from dataclasses import dataclass
@@ -31,12 +32,17 @@ from .epub import read_epub
 from .html import html_to_markdown
 from .office import read_docx, read_pptx
 from .pdf import read_pdf
+from .rst import looks_rst, myst_to_markdown, rst_to_markdown
 from .sheets import read_csv, read_xlsx
 from .text import atx_headings, decode_bytes, escape_hash_lines, man_page_to_markdown, strip_terminal_formatting
+
+log = logging.getLogger(__name__)
 
 __all__ = ["Limits", "SourceRejected", "SourceText", "decode_bytes", "extract_source", "read_source", "sniff_kind"]
 
 MARKDOWN_SUFFIXES = {".md", ".markdown", ".mdown", ".mkd"}
+RST_SUFFIXES = {".rst", ".rest"}
+MAX_RST_CHARS = 2_000_000  # docutils reads ~1 MB/s; a larger file is read as plain text
 HTML_SUFFIXES = {".html", ".htm", ".xhtml"}
 
 _IMAGE_MAGIC = (
@@ -59,7 +65,7 @@ _BINARY_MAGIC = (
 class SourceText:
     text: str  # markdown
     encoding: str  # the text encoding, or the format for binary documents (pdf, docx, ...)
-    kind: str  # markdown | text | html | man | pdf | docx | pptx | xlsx | csv | epub
+    kind: str  # markdown | rst | text | html | man | pdf | docx | pptx | xlsx | csv | epub
     doc_title: str = ""  # the document's own title metadata (PDF/DOCX/HTML <title>, man NAME)
 
     @property
@@ -168,10 +174,16 @@ def read_source(path: Path, data: bytes, limits: Limits | None = None) -> Source
             return SourceText(read_csv(text, path.stem), encoding, "csv")
         except Exception:  # a malformed CSV is still text: read it as such below
             pass
+    rst_like = suffix in RST_SUFFIXES or (suffix not in MARKDOWN_SUFFIXES and looks_rst(text)
+                                          and not _looks_markdown(text))
+    if rst_like and len(text) <= MAX_RST_CHARS:
+        rst = _read_rst(text)
+        if rst is not None:
+            return SourceText(rst[0], encoding, "rst", rst[1])
     if suffix in MARKDOWN_SUFFIXES:
-        return SourceText(text, encoding, "markdown")
+        return SourceText(myst_to_markdown(text), encoding, "markdown")
     if _looks_markdown(text):  # markdown kept in a .txt (or name-less) file
-        return SourceText(atx_headings(text), encoding, "text")
+        return SourceText(atx_headings(myst_to_markdown(text)), encoding, "text")
     # In plain text a line starting with "#" is a comment ("# Older entries were removed"), not a
     # heading: escaped, it reads the same and never becomes a title.
     return SourceText(atx_headings(escape_hash_lines(text)), encoding, "text")
@@ -185,6 +197,16 @@ def extract_source(path: Path, data: bytes, limits: Limits) -> SourceText:
     if "code" in reply:
         raise SourceRejected(str(reply["code"]), str(reply["message"]))
     return SourceText(str(reply["text"]), str(reply["encoding"]), str(reply["kind"]), str(reply["doc_title"]))
+
+
+def _read_rst(text: str) -> tuple[str, str] | None:
+    """reStructuredText through docutils; None (read as plain text instead) if docutils fails."""
+    try:
+        body, title = rst_to_markdown(text)
+    except Exception as exc:  # a docutils bug on odd input must not lose the source
+        log.info("docutils could not read a reStructuredText source (%s); reading it as text", exc)
+        return None
+    return (body, title) if re.search(r"\w", body) else None
 
 
 def _looks_markdown(text: str) -> bool:

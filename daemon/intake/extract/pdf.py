@@ -14,6 +14,7 @@ from typing import Any
 
 from ...core.errors import SourceRejected
 from .bounds import MAX_OUTLINE_ENTRIES, MAX_PAGES, Budget, Limits, too_expanded
+from .dekern import dekern
 
 log = logging.getLogger(__name__)
 MAX_OUTLINE = 400  # headings taken from the outline
@@ -174,6 +175,46 @@ def _check_streams(reader: Any, limits: Limits) -> None:
                 continue  # a damaged stream: pypdf copes (or the page reads empty)
 
 
+_COLUMN_GAP = re.compile(r"\S {4,}\S")
+
+
+def _page_text(page: Any, index: int) -> str:
+    """A page's text by its layout (pypdf's layout mode: blank lines where the page has gaps,
+    a paragraph's first-line indent kept), with the spacing inside lines made single again.
+    A page set in columns (most lines hold a wide gap) is read in plain mode instead, which
+    follows the columns rather than running across them."""
+    try:
+        laid_out = page.extract_text(extraction_mode="layout") or ""
+    except Exception as exc:  # layout mode fails on some fonts: plain mode may not
+        log.info("PDF page %d: layout extraction failed (%s); plain extraction", index + 1, exc)
+        laid_out = ""
+    lines = [line.rstrip() for line in laid_out.split("\n")]
+    filled = [line for line in lines if line.strip()]
+    if not filled or sum(1 for line in filled if _COLUMN_GAP.search(line.strip())) > 0.4 * len(filled):
+        try:
+            return str(page.extract_text() or "")
+        except Exception as exc:  # one bad page must not lose the others
+            log.info("PDF page %d unreadable: %s", index + 1, exc)
+            return ""
+    base = min(len(line) - len(line.lstrip()) for line in filled)
+    out: list[str] = []
+    previous_indent = -1
+    for line in lines:
+        if not line.strip():
+            out.append("")
+            previous_indent = -1
+            continue
+        indent = len(line) - len(line.lstrip())
+        text = re.sub(r" {2,}", " ", line.strip())
+        # A first-line indent after a line at the margin starts a paragraph (not a list item's
+        # continuation: that follows an indented line).
+        if indent > base and previous_indent == base and out and out[-1]:
+            out.append("")
+        out.append(text)
+        previous_indent = indent
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(out))
+
+
 def read_pdf(data: bytes, limits: Limits | None = None) -> tuple[str, str]:
     """(markdown text, title metadata)."""
     limits = limits or Limits()
@@ -213,14 +254,10 @@ def read_pdf(data: bytes, limits: Limits | None = None) -> tuple[str, str]:
     parts: list[str] = []
     text_chars = 0
     for index, page in enumerate(pages):
-        try:
-            text = page.extract_text() or ""
-        except Exception as exc:  # one bad page must not lose the others
-            log.info("PDF page %d unreadable: %s", index + 1, exc)
-            text = ""
+        text = _page_text(page, index)
         text = re.sub(r"[ \t]+\n", "\n", text).strip()
         text_chars += len(re.sub(r"\s", "", text))
-        text = _paragraphs(text)
+        text = dekern(_paragraphs(text))
         text = _place_headings(text, starts.get(index, []))
         if text:
             parts.append(text)
