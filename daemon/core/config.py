@@ -45,6 +45,11 @@ class IngestConfig:
     key_points: int = 6
     # A file with more than one hard link may be a link to a file outside the vault.
     allow_hard_links: bool = False
+    # Bounds of one extraction (issue 20): decompressed bytes as a multiple of max_source_bytes,
+    # and the worker process's wall clock and memory.
+    max_expansion: int = 20
+    extract_timeout_seconds: float = 60.0
+    extract_memory_mb: int = 1024
 
 
 @dataclass(frozen=True)
@@ -254,6 +259,9 @@ def _validate(config: Config) -> None:
         (config.watch.rescan_minutes > 0, "watch.rescan_minutes must be > 0"),
         (config.ingest.max_source_bytes > 0, "ingest.max_source_bytes must be > 0"),
         (1 <= config.ingest.workers <= 16, "ingest.workers must be between 1 and 16"),
+        (config.ingest.max_expansion >= 1, "ingest.max_expansion must be >= 1"),
+        (config.ingest.extract_timeout_seconds > 0, "ingest.extract_timeout_seconds must be > 0"),
+        (config.ingest.extract_memory_mb >= 64, "ingest.extract_memory_mb must be >= 64"),
         (config.llm.timeout > 0, "llm.timeout must be > 0"),
         (config.llm.max_pages_per_ingest >= 1, "llm.max_pages_per_ingest must be >= 1"),
         (config.llm.prompt_budget_chars >= 1000, "llm.prompt_budget_chars must be >= 1000"),

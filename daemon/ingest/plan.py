@@ -21,7 +21,7 @@ from ..core.vault import Vault
 from ..ingest.concepts import ConceptKeeper
 from ..ingest.offline import ENGINE_NAME, digest, humanize_file_name, render_source_page
 from ..ingest.terms import extract_terms, open_term_index
-from ..intake.extract import SourceText, read_source
+from ..intake.extract import Limits, SourceText, extract_source
 from ..intake.ledger import FileRecord, Ledger
 from ..intake.names import disk_path
 from ..intake.safeopen import read_inside
@@ -146,4 +146,5 @@ class OfflinePlanner:
 def prepare(config: Config, vault: Vault, record: FileRecord) -> tuple[SourceText, bytes]:
     data = read_source_bytes(vault, record, config.ingest.max_source_bytes,
                              allow_hard_links=config.ingest.allow_hard_links)
-    return read_source(disk_path(vault.root, record.path), data), data
+    # Read in a worker process, bounded (intake/extract/bounds.py, sandbox.py).
+    return extract_source(disk_path(vault.root, record.path), data, Limits.from_config(config.ingest)), data

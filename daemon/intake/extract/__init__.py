@@ -6,8 +6,11 @@ HTML by its markup, and anything whose bytes decode as text is text (``README.De
 ``LICENSE``, ``Makefile``, ``.cfg``, ``.log``). The result keeps the document's structure as
 markdown (headings, lists, tables) and carries the document's own title metadata (PDF/DOCX/
 PPTX/XLSX properties, HTML ``<title>``, EPUB ``dc:title``, a man page's NAME line) for the
-title rule. Images, scans without a text layer, archives, audio and video are rejected with a
-:class:`SourceRejected` whose code and message ``status`` shows.
+title rule. Every reader runs within the bounds of ``bounds.py`` (decompressed sizes, entities,
+pages, outline, nesting), and the pipeline reads through :func:`extract_source`: a reused
+worker process with a memory and a time limit (``sandbox.py``). Images, scans without a text
+layer, archives, audio and video are rejected with a :class:`SourceRejected` whose code and
+message ``status`` shows.
 
 Which formats need an extra (README "What happens to a file in raw/"): slide decks need
 ``slides`` (python-pptx); HTML is read by trafilatura with ``html``, else by a standard-library
@@ -17,22 +20,29 @@ parser. PDF (pypdf), Word (python-docx) and spreadsheets (openpyxl) are default 
 from __future__ import annotations
 
 import io
+import logging
 import re
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from ...core.errors import SourceRejected
+from .bounds import Limits, check_zip
 from .epub import read_epub
 from .html import html_to_markdown
 from .office import read_docx, read_pptx
 from .pdf import read_pdf
+from .rst import looks_rst, myst_to_markdown, rst_to_markdown
 from .sheets import read_csv, read_xlsx
 from .text import atx_headings, decode_bytes, escape_hash_lines, man_page_to_markdown, strip_terminal_formatting
 
-__all__ = ["SourceRejected", "SourceText", "decode_bytes", "read_source", "sniff_kind"]
+log = logging.getLogger(__name__)
+
+__all__ = ["Limits", "SourceRejected", "SourceText", "decode_bytes", "extract_source", "read_source", "sniff_kind"]
 
 MARKDOWN_SUFFIXES = {".md", ".markdown", ".mdown", ".mkd"}
+RST_SUFFIXES = {".rst", ".rest"}
+MAX_RST_CHARS = 2_000_000  # docutils reads ~1 MB/s; a larger file is read as plain text
 HTML_SUFFIXES = {".html", ".htm", ".xhtml"}
 
 _IMAGE_MAGIC = (
@@ -55,7 +65,7 @@ _BINARY_MAGIC = (
 class SourceText:
     text: str  # markdown
     encoding: str  # the text encoding, or the format for binary documents (pdf, docx, ...)
-    kind: str  # markdown | text | html | man | pdf | docx | pptx | xlsx | csv | epub
+    kind: str  # markdown | rst | text | html | man | pdf | docx | pptx | xlsx | csv | epub
     doc_title: str = ""  # the document's own title metadata (PDF/DOCX/HTML <title>, man NAME)
 
     @property
@@ -111,15 +121,23 @@ def _require_text(body: str, what: str) -> None:
         raise SourceRejected("empty", f"is {what} with no text in it")
 
 
-def read_source(path: Path, data: bytes) -> SourceText:
-    """Read one source; the caller has already checked size and file type."""
+_ZIP_KINDS = {"docx": "Word document", "pptx": "slide deck", "xlsx": "spreadsheet", "epub": "EPUB book"}
+
+
+def read_source(path: Path, data: bytes, limits: Limits | None = None) -> SourceText:
+    """Read one source within ``limits`` (bounds.py); the caller has already checked size and
+    file type. The daemon calls this through :mod:`.sandbox`, in a child process with a memory
+    and time limit."""
+    limits = limits or Limits()
     if not data.strip(b" \t\r\n\x00\xef\xbb\xbf\xff\xfe"):
         raise SourceRejected("empty", "is empty or whitespace only")
     kind = sniff_kind(data)
     suffix = path.suffix.lower()
     if kind == "pdf":
-        text, title = read_pdf(data)
+        text, title = read_pdf(data, limits)
         return SourceText(text, "pdf", "pdf", title)
+    if kind in _ZIP_KINDS:
+        check_zip(data, limits, _ZIP_KINDS[kind])
     if kind == "docx":
         text, title = read_docx(data)
         return SourceText(text, "docx", "docx", title)
@@ -130,7 +148,7 @@ def read_source(path: Path, data: bytes) -> SourceText:
         text, title = read_xlsx(data)
         return SourceText(text, "xlsx", "xlsx", title)
     if kind == "epub":
-        text, title = read_epub(data)
+        text, title = read_epub(data, limits)
         return SourceText(text, "epub", "epub", title)
     if kind == "zip":
         raise SourceRejected("unsupported", "is a zip archive; unpack it and drop the files inside")
@@ -156,13 +174,39 @@ def read_source(path: Path, data: bytes) -> SourceText:
             return SourceText(read_csv(text, path.stem), encoding, "csv")
         except Exception:  # a malformed CSV is still text: read it as such below
             pass
+    rst_like = suffix in RST_SUFFIXES or (suffix not in MARKDOWN_SUFFIXES and looks_rst(text)
+                                          and not _looks_markdown(text))
+    if rst_like and len(text) <= MAX_RST_CHARS:
+        rst = _read_rst(text)
+        if rst is not None:
+            return SourceText(rst[0], encoding, "rst", rst[1])
     if suffix in MARKDOWN_SUFFIXES:
-        return SourceText(text, encoding, "markdown")
+        return SourceText(myst_to_markdown(text), encoding, "markdown")
     if _looks_markdown(text):  # markdown kept in a .txt (or name-less) file
-        return SourceText(atx_headings(text), encoding, "text")
+        return SourceText(atx_headings(myst_to_markdown(text)), encoding, "text")
     # In plain text a line starting with "#" is a comment ("# Older entries were removed"), not a
     # heading: escaped, it reads the same and never becomes a title.
     return SourceText(atx_headings(escape_hash_lines(text)), encoding, "text")
+
+
+def extract_source(path: Path, data: bytes, limits: Limits) -> SourceText:
+    """:func:`read_source` in a worker process with ``limits``' memory and time (sandbox.py)."""
+    from .sandbox import pool
+
+    reply = pool().read(path, data, limits)
+    if "code" in reply:
+        raise SourceRejected(str(reply["code"]), str(reply["message"]))
+    return SourceText(str(reply["text"]), str(reply["encoding"]), str(reply["kind"]), str(reply["doc_title"]))
+
+
+def _read_rst(text: str) -> tuple[str, str] | None:
+    """reStructuredText through docutils; None (read as plain text instead) if docutils fails."""
+    try:
+        body, title = rst_to_markdown(text)
+    except Exception as exc:  # a docutils bug on odd input must not lose the source
+        log.info("docutils could not read a reStructuredText source (%s); reading it as text", exc)
+        return None
+    return (body, title) if re.search(r"\w", body) else None
 
 
 def _looks_markdown(text: str) -> bool:

@@ -2,7 +2,9 @@
 
 An EPUB is a zip of XHTML files; ``META-INF/container.xml`` names the package document, whose
 spine gives the reading order and whose ``dc:title`` is the book's title. Read with the
-standard library (zipfile, ElementTree); no extra dependency.
+standard library (zipfile) and defusedxml (ElementTree with entities and DTDs refused). Each
+chapter is read once, however often the spine names it, and all chapters together stay within
+the document's decompressed-size budget (bounds.py).
 """
 
 from __future__ import annotations
@@ -11,9 +13,12 @@ import io
 import posixpath
 import re
 import zipfile
-from xml.etree import ElementTree
+from xml.etree.ElementTree import ParseError
+
+from defusedxml import DefusedXmlException, ElementTree
 
 from ...core.errors import SourceRejected
+from .bounds import Budget, Limits
 from .html import html_to_markdown_stdlib
 
 MAX_CHAPTER_BYTES = 5_000_000
@@ -23,7 +28,8 @@ def _local(tag: str) -> str:
     return tag.rsplit("}", 1)[-1]
 
 
-def read_epub(data: bytes) -> tuple[str, str]:
+def read_epub(data: bytes, limits: Limits | None = None) -> tuple[str, str]:
+    budget = Budget(limits or Limits())
     try:
         book = zipfile.ZipFile(io.BytesIO(data))
         container = ElementTree.fromstring(book.read("META-INF/container.xml"))
@@ -31,7 +37,10 @@ def read_epub(data: bytes) -> tuple[str, str]:
         if not rootfile:
             raise KeyError("rootfile")
         package = ElementTree.fromstring(book.read(rootfile))
-    except (zipfile.BadZipFile, KeyError, StopIteration, ElementTree.ParseError) as exc:
+    except DefusedXmlException:
+        raise SourceRejected("xml-entities", "its package document declares XML entities or a DTD "
+                             "(an entity-expansion bomb); entities are never expanded") from None
+    except (zipfile.BadZipFile, KeyError, StopIteration, ParseError) as exc:
         raise SourceRejected("unreadable", f"is not a readable EPUB ({type(exc).__name__}: {exc})") from None
     base = posixpath.dirname(rootfile)
     title = ""
@@ -46,15 +55,18 @@ def read_epub(data: bytes) -> tuple[str, str]:
         elif name == "itemref" and el.get("idref"):
             spine.append(str(el.get("idref")))
     chapters: list[str] = []
+    read: set[str] = set()
     for idref in spine:
         path = manifest.get(idref)
-        if not path:
+        if not path or path in read:
             continue
+        read.add(path)
         try:
             info = book.getinfo(path)
             if info.file_size > MAX_CHAPTER_BYTES:
                 chapters.append(f"(chapter {path} is larger than {MAX_CHAPTER_BYTES} bytes and was not read)")
                 continue
+            budget.spend(info.file_size, "its chapters together")
             markup = book.read(path).decode("utf-8", errors="replace")
         except KeyError:
             continue

@@ -1,5 +1,11 @@
 """HTML: the main content as markdown, without navigation, headers, footers or banners.
 
+Tables used for page layout (old documentation sites such as the libxslt manual put the whole
+page, menu and prose, in nested tables) are unwrapped first: read as a data table, the prose
+would become one huge table cell that nothing downstream reads as text. A table is layout when
+it nests a table, holds block content (paragraphs, headings, lists, forms) in a cell, or says
+``role="presentation"``.
+
 With the ``html`` extra installed, trafilatura (a library made for main-content extraction)
 does the work; it reads the string it is given and fetches nothing. Without it, or when it
 finds no main content in a small page, a standard-library parser keeps the page's structure
@@ -14,6 +20,8 @@ import logging
 import re
 from html.parser import HTMLParser
 from typing import ClassVar
+
+from .bounds import check_html_depth
 
 log = logging.getLogger(__name__)
 
@@ -156,6 +164,7 @@ def _tidy(text: str) -> str:
 
 def html_to_markdown_stdlib(markup: str) -> tuple[str, str]:
     """(markdown, <title>) with the standard library's parser."""
+    check_html_depth(markup)
     parser = _Markdown()
     parser.feed(markup)
     parser.close()
@@ -180,9 +189,47 @@ def _real_h1_only(found: str, markup: str) -> str:
     return re.sub(r"^# (.*)$", keep, found, flags=re.MULTILINE)
 
 
+_LAYOUT_BLOCKS = ("p", "h1", "h2", "h3", "h4", "h5", "h6", "ul", "ol", "dl", "table", "form", "pre", "blockquote")
+
+
+def unwrap_layout_tables(markup: str) -> str:
+    """The page with its layout tables turned into plain blocks (data tables are kept)."""
+    if "<table" not in markup.lower():
+        return markup
+    try:
+        import lxml.html
+        from lxml import etree
+    except ImportError:  # pragma: no cover - lxml comes with python-docx
+        return markup
+    try:
+        parser = lxml.html.HTMLParser(huge_tree=False, no_network=True, remove_comments=True)
+        tree = lxml.html.fromstring(re.sub(r"^\s*<\?xml[^>]*>", "", markup).encode("utf-8"), parser=parser)
+    except (etree.ParserError, ValueError) as exc:
+        log.info("HTML not parsed for layout tables (%s)", exc)
+        return markup
+    changed = False
+    for table in list(tree.iter("table")):
+        cells = list(table.iter("td", "th"))
+        layout = (table.get("role") == "presentation" or table.find(".//table") is not None
+                  or any(cell.find(f".//{block}") is not None for cell in cells for block in _LAYOUT_BLOCKS))
+        if not layout:
+            continue
+        # Only this table's own rows and cells: a data table nested inside keeps its structure.
+        own = [element for element in table.iter("tbody", "thead", "tfoot", "tr", "td", "th", "caption")
+               if next(element.iterancestors("table"), None) is table]
+        for element in [table, *own]:
+            element.tag = "div"
+        changed = True
+    if not changed:
+        return markup
+    return str(lxml.html.tostring(tree, encoding="unicode"))
+
+
 def html_to_markdown(markup: str) -> tuple[str, str]:
     """(main content as markdown, the page's <title>)."""
+    check_html_depth(markup)  # before lxml (under trafilatura) builds and walks a tree
     title = html_title(markup)
+    markup = unwrap_layout_tables(markup)
     if trafilatura_available():
         import trafilatura
 
