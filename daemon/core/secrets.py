@@ -146,6 +146,8 @@ EXTRA_RULES: tuple[Rule, ...] = (
     _rule("gitlab-token", r"\bgl(?:pat|dt|rt|ptt|cbt|oas|soat|imt|agent|ft)-[A-Za-z0-9_\-]{20,}",
           "glpat-|gldt-|glrt-|glptt-|glcbt-|gloas-|glsoat-|glimt-|glagent-|glft-"),
     _rule("slack-token", r"\bxox[abeoprs]-[A-Za-z0-9-]{10,}", "xox"),
+    # The whole token (detect-secrets' own JWT pattern stops before the signature).
+    _rule("jwt", r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-+/=]{8,}", "eyj"),
     _rule("google-key", r"\bAIza[0-9A-Za-z_\-]{35}(?![0-9A-Za-z_\-])", "AIza"),
     _rule("huggingface-token", r"\bhf_[A-Za-z0-9]{30,}\b", "hf_"),
     _rule("groq-key", r"\bgsk_[A-Za-z0-9]{30,}\b", "gsk_"),
@@ -234,6 +236,7 @@ _DS_HINTS: dict[str, tuple[str, ...]] = {
     "telegram-token": (":aa",),  # a bot token's secret half starts with "AA"
     "twilio-key": ("AC", "SK"),
 }
+_NAMED_RE = re.compile(r"[A-Za-z_][\w.\-]*[ \t]*=[ \t]*[\"']?")
 _WORD_RUN_RE = re.compile(r"^[a-z]+(?:[-_][a-z]+)+$")
 _KEYWORD_HINTS = ("key", "pass", "pwd", "secret", "contrase")
 _CREDENTIAL_WORD_RE = re.compile(r"(?i)key|secret|token|passw|pwd|auth|credential|api|private|signature")
@@ -440,6 +443,9 @@ def _plugin_findings(scanner: _Scanner, doc: _Text) -> Iterator[Finding]:
                         if line[start:end] not in found:
                             continue
                         start, end = _trim(line, start, end)
+                        named = _NAMED_RE.match(line, start, end)  # AccountKey=…: the name stays
+                        if named:
+                            start = named.end()
                         value = line[start:end]
                         if start == end or "[REDACTED" in value:
                             continue
