@@ -21,7 +21,6 @@ import logging
 import random
 import string
 from collections.abc import Iterator
-from pathlib import Path
 from urllib.parse import quote
 
 import pytest
