@@ -310,3 +310,25 @@ def test_public_documentation_is_ingested_and_committed_unredacted_with_its_code
     page = (services.vault.sources_dir / "src-configuring.md").read_text(encoding="utf-8")
     assert "REDACTED" not in page and "secrets" not in parse_page(page).meta and "## Secrets" not in page
     assert not [n for n in gather(services.config, services.vault)["notices"] if "secret" in n["message"]]
+
+
+NOT_SECRETS = [
+    '"public_key": "MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEAu1SU1LfVLPHCozMxH2Mo"',
+    '"integrity": "sha512-Q2hlY2tzdW1zIGFyZSBub3Qgc2VjcmV0cywgdGhleSBhcmUgcHVibGlj"',
+    "requests must be sent with bearer authentication and retried",
+    "[![codecov](https://codecov.io/gh/org/proj/branch/main/graph/badge.svg?token=id42cGNZ5Z)](https://codecov.io)",
+    "password: str = Field(..., min_length=12)",
+    "def login(username: str, password: str) -> Session:",
+    "self.api_key = api_key",
+    "secret_key = request.headers['X-Secret']",
+    "SECRET_KEY = env('DJANGO_SECRET_KEY')",
+    "export API_TOKEN=$(vault read -field=token secret/ci)",
+    'OPENAI_API_KEY="My API Key"',
+    "password = not-a-real-secret",
+    "--password=PASSWORD  the database password",
+]
+
+
+@pytest.mark.parametrize("text", NOT_SECRETS)
+def test_what_only_talks_about_a_secret_is_left_as_written(text: str) -> None:
+    assert scan(text) == (text, [])

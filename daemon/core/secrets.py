@@ -183,8 +183,8 @@ EXTRA_RULES: tuple[Rule, ...] = (
     _rule("token", r"(?i)\btoken[ \t]+(?P<v>(?=[A-Za-z0-9._~+\-]*\d)[A-Za-z0-9._~+\-]{12,}=*)", "token",
           _random_looking),
     # Any other "…token = value", "…_KEY = value", "credentials: value" whose value looks random.
-    _rule("token", _NAME_START + r"(?i:[\w\-]*(?:token|[_\-]key|access[_\-]?key|credentials?|auth))[\"']?[ \t]*"
-          r"(?::=|=>|[=:])[ \t]*[\"'`]?(?P<v>[A-Za-z0-9_\-.~+/]{8,}=*)", "token|key|credential|auth",
+    _rule("token", _NAME_START + r"(?i:(?![\w\-]*public)[\w\-]*(?:token|[_\-]key|access[_\-]?key|credentials?|auth))"
+          r"[\"']?[ \t]*(?::=|=>|[=:])[ \t]*[\"'`]?(?P<v>[A-Za-z0-9_\-.~+/]{8,}=*)", "token|key|credential|auth",
           # A README badge's ?token= is the public read token the badge service hands out.
           _random_looking, unless=r"(?i)https?://[^\s)\]]*badge[^\s)\]]*[?&][\w-]*token=[\w-]+"),
 )
@@ -240,6 +240,8 @@ _NAMED_RE = re.compile(r"[A-Za-z_][\w.\-]*[ \t]*=[ \t]*[\"']?")
 _WORD_RUN_RE = re.compile(r"^[a-z]+(?:[-_][a-z]+)+$")
 _KEYWORD_HINTS = ("key", "pass", "pwd", "secret", "contrase")
 _CREDENTIAL_WORD_RE = re.compile(r"(?i)key|secret|token|passw|pwd|auth|credential|api|private|signature")
+# A random-looking string on a line about a public key or a digest is not a credential.
+_NOT_CREDENTIAL_RE = re.compile(r"(?i)public|sha\d|checksum|digest|integrity|\bhash")
 _PASSWORD_WORD_RE = re.compile(r"(?i)pass|pwd|contrase")
 
 
@@ -512,7 +514,8 @@ def _entropy_findings(scanner: _Scanner, doc: _Text) -> Iterator[Finding]:
     rank = len(EXTRA_RULES) + len(scanner.plugins) + 1
     for index in doc.hinted(("'", '"')):
         line_start, line = doc.line(index)
-        if ('"' not in line and "'" not in line) or not _CREDENTIAL_WORD_RE.search(line):
+        if (('"' not in line and "'" not in line) or not _CREDENTIAL_WORD_RE.search(line)
+                or _NOT_CREDENTIAL_RE.search(line)):
             continue
         for plugin in scanner.entropy:
             for match in plugin.regex.finditer(line):
