@@ -131,6 +131,7 @@ def planted() -> list[tuple[str, str, str]]:
     add("softlayer-key", rand(LOWER + DIGITS, 64), "softlayer_api_key = {v}")
     add("ibm-cos-hmac", rand(HEX, 48), 'ibm_cos_hmac_secret_access_key = "{v}"')
     add("password", password(), 'DB_PASSWORD="{v}"')
+    add("password-in-a-call", password(), 'db = connect(user="app", password="{v}")')
     add("client-secret", mixed(32), "client_secret: {v}")
     add("bearer-token", mixed(40), "curl -H 'Authorization: Bearer {v}' https://api.example.com")
     add("basic-auth-header", base64.b64encode(f"ops:{password()}".encode()).decode(), "Authorization: Basic {v}")

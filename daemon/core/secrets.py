@@ -489,11 +489,13 @@ def _keyword_findings(scanner: _Scanner, doc: _Text) -> Iterator[Finding]:
     rank = len(EXTRA_RULES) + len(scanner.plugins)
     for index in doc.hinted(_KEYWORD_HINTS):
         line_start, line = doc.line(index)
-        if ("=" not in line and ":" not in line) or len(line) > 4000 or heuristic.is_indirect_reference(line):
+        if ("=" not in line and ":" not in line) or len(line) > 4000:
             continue
         for regex, group, quote_group in scanner.keyword_regexes:
             for match in regex.finditer(line):
-                if _in_a_path(line, match.start()):
+                # detect-secrets' indirect-reference filter (secret = get_secret(), headers['x']),
+                # from the name on: a call earlier on the line (connect(password="…")) is no excuse.
+                if _in_a_path(line, match.start()) or heuristic.is_indirect_reference(line[match.start():]):
                     continue
                 span = _keyword_value(line, match, group, quote_group)
                 if span is None:
