@@ -145,7 +145,10 @@ EXTRA_RULES: tuple[Rule, ...] = (
           "ghp_|gho_|ghu_|ghs_|ghr_|github_pat_"),
     _rule("gitlab-token", r"\bgl(?:pat|dt|rt|ptt|cbt|oas|soat|imt|agent|ft)-[A-Za-z0-9_\-]{20,}",
           "glpat-|gldt-|glrt-|glptt-|glcbt-|gloas-|glsoat-|glimt-|glagent-|glft-"),
-    _rule("slack-token", r"\bxox[abeoprs]-[A-Za-z0-9-]{10,}", "xox"),
+    _rule("slack-token", r"\bxox[abeoprs]-[A-Za-z0-9-]{10,}|\bxapp-\d-[A-Za-z0-9-]{10,}", "xox|xapp-"),
+    _rule("atlassian-token", r"\bATATT3[A-Za-z0-9_\-=]{100,}", "ATATT3"),
+    _rule("gcp-oauth-secret", r"\bGOCSPX-[A-Za-z0-9_\-]{28}", "GOCSPX-"),
+    _rule("stripe-webhook-secret", r"\bwhsec_[A-Za-z0-9+/]{24,}", "whsec_"),
     # The whole token (detect-secrets' own JWT pattern stops before the signature).
     _rule("jwt", r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-+/=]{8,}", "eyj"),
     _rule("google-key", r"\bAIza[0-9A-Za-z_\-]{35}(?![0-9A-Za-z_\-])", "AIza"),
@@ -176,6 +179,12 @@ EXTRA_RULES: tuple[Rule, ...] = (
           _not_placeholder, also="@"),
     _rule("basic-auth", r"(?i)\b[a-z][a-z0-9+.\-]*://[^\s:/@]+:(?P<v>[^\s@/]+)@", "://", _not_placeholder,
           also="@"),
+    # Credentials in a command or a file's own syntax: curl -u user:pw, .netrc, <password>…</password>.
+    _rule("password", r"\bcurl\b.*?[\s'\"](?:-u|--user)[ =]['\"]?[^\s:/'\"]+:(?P<v>[^\s/'\"][^\s'\"]{3,})", "curl",
+          _not_placeholder),
+    _rule("password", r"(?i)\blogin[ \t]+\S+[ \t]+password[ \t]+(?P<v>\S{4,})", "password", _not_placeholder),
+    _rule("password", r"(?i)<(?P<tag>[\w.:\-]*(?:password|passwd|secret|api[_\-]?key|token|access[_\-]?key))>"
+          r"(?P<v>[^<\s]{4,})</(?P=tag)>", "password|passwd|secret|key|token", _not_placeholder),
     _rule("bearer-token", r"(?i)\bbearer[ \t]+(?P<v>[A-Za-z0-9._~+/\-]{8,}=*)", "bearer", _bearer_value),
     _rule("token", r"(?i)\bauthorization[\"']?[ \t]*[:=][ \t]*[\"']?(?:(?:basic|bearer|token|digest)[ \t]+)?"
           r"(?P<v>[A-Za-z0-9._~+/\-]{8,}=*)", "authorization", _header_value),
@@ -331,6 +340,7 @@ _PLAIN_WORDS = frozenset({
     "test", "testing", "bar", "baz", "qux", "hunter", "pass", "default", "auto", "prompt", "ask", "env",
     "environment", "file", "stdin", "none.", "see", "use", "from", "this", "that", "which", "when", "then",
     "you", "we", "they", "their", "your", "its", "has", "have", "must.", "was.", "blah", "fake", "xyz", "abc",
+    "anything", "something", "whatever",
 })
 # An expression in code or a template: a call, an attribute access, a subscription, a variable.
 _EXPRESSION_RE = re.compile(
@@ -504,7 +514,8 @@ def _keyword_findings(scanner: _Scanner, doc: _Text) -> Iterator[Finding]:
                 before = line[span[0] - 1:span[0]]
                 if (len(value) < 4 or is_placeholder(value, spaced=before in (" ", "\t", "")) or is_expression(value)
                         or heuristic.is_templated_secret(value) or heuristic.is_prefixed_with_dollar_sign(value)
-                        or heuristic.is_potential_uuid(value) or heuristic.is_not_alphanumeric_string(value)):
+                        or heuristic.is_not_alphanumeric_string(value)):
+                    # Not detect-secrets' UUID filter here: after "api_key=" a UUID is a key (Heroku's).
                     continue
                 name = line[match.start():span[0]]
                 kind = "password" if _PASSWORD_WORD_RE.search(name) else "secret-keyword"
