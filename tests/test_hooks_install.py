@@ -277,3 +277,69 @@ def test_shell_hook_installs_into_the_rc_file(vault: Vault, tmp_path: Path) -> N
     assert "wwlog: wikiwright log failed" in hook_log.read_text()
     assert cli("hooks", "uninstall", "shell", env=env).returncode == 0
     assert rc.read_text() == "alias ll='ls -l'\n"
+
+
+# -- issue 20: the two installer cases -----------------------------------------------------------
+
+def test_shell_install_refuses_an_rc_that_is_a_folder(tmp_path: Path) -> None:
+    env = {**os.environ, "SHELL": "/bin/bash"}
+    rc = Path(env["HOME"]) / ".bashrc"
+    rc.mkdir()
+    (rc / "kept.sh").write_text("echo mine\n")
+    refused = cli("hooks", "install", "shell", env=env)
+    assert refused.returncode != 0 and "Traceback" not in refused.stderr, refused.stderr
+    assert f"{rc} is a folder" in refused.stderr and "--rc FILE" in refused.stderr, refused.stderr
+    assert rc.is_dir() and [p.name for p in rc.iterdir()] == ["kept.sh"]
+    assert "No hooks installed" in cli("hooks", "status", env=env).stdout  # nothing recorded
+
+
+def _team_repo(tmp_path: Path) -> Path:
+    """A repository whose hooks live in a committed .githooks folder (core.hooksPath)."""
+    repo = _code_repo(tmp_path, "team")
+    (repo / ".githooks").mkdir()
+    (repo / ".githooks" / "pre-commit").write_text("#!/bin/sh\nexit 0\n")
+    (repo / ".githooks" / "pre-commit").chmod(0o755)
+    git(repo, "config", "core.hooksPath", ".githooks")
+    git(repo, "add", ".githooks")
+    git(repo, "commit", "-q", "-m", "team hooks")
+    return repo
+
+
+def test_git_install_into_a_committed_hooks_path_needs_shared_and_carries_no_local_path(
+        vault: Vault, tmp_path: Path) -> None:
+    repo = _team_repo(tmp_path)
+    env = {**os.environ, "WIKIWRIGHT_VAULT": str(vault.root)}
+    refused = cli("hooks", "install", "git", str(repo), env=env)
+    assert refused.returncode != 0 and "Traceback" not in refused.stderr, refused.stderr
+    assert "core.hooksPath" in refused.stderr and "--shared" in refused.stderr, refused.stderr
+    assert sorted(p.name for p in (repo / ".githooks").iterdir()) == ["pre-commit"]  # nothing written
+
+    shared = cli("hooks", "install", "git", str(repo), "--shared", env=env)
+    assert shared.returncode == 0, shared.stderr
+    assert "shared: no path of this machine" in shared.stdout and "commit it" in shared.stdout, shared.stdout
+    for name in ("post-commit", "post-rewrite"):
+        hook = (repo / ".githooks" / name).read_text()
+        for local in (str(Path(sys.executable).parent), env["HOME"], str(tmp_path), os.environ.get("HOME", "")):
+            assert local not in hook, (name, local)
+        assert '"${WIKIWRIGHT_BIN:-wikiwright}"' in hook and "ww_shared=1" in hook
+    # A teammate without wikiwright: the commit goes through and the hook says nothing.
+    bare = {**env, "PATH": "/usr/bin:/bin"}
+    bare.pop("WIKIWRIGHT_BIN", None)
+    made = _commit(repo, bare, "-m", "made without wikiwright")
+    assert made.stderr == "", made.stderr
+    # Someone with wikiwright on PATH: the commit is logged.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    launcher = bin_dir / "wikiwright"
+    launcher.write_text(f"#!/bin/sh\nexec {sys.executable} -m wikiwright \"$@\"\n")
+    launcher.chmod(0o755)
+    _commit(repo, {**bare, "PATH": f"{bin_dir}:/usr/bin:/bin"}, "-m", "made with wikiwright on PATH")
+    wait_for(lambda: _settled(repo) and "made with wikiwright on PATH" in _log_text(vault),
+             what="the commit logged through PATH")
+    # A hooks folder git ignores is nobody else's: installed as usual, with this machine's path.
+    other = _code_repo(tmp_path, "solo")
+    (other / ".gitignore").write_text(".myhooks/\n")
+    (other / ".myhooks").mkdir()
+    git(other, "config", "core.hooksPath", ".myhooks")
+    assert cli("hooks", "install", "git", str(other), env=env).returncode == 0
+    assert str(Path(sys.executable).parent / "wikiwright") in (other / ".myhooks" / "post-commit").read_text()

@@ -1,6 +1,6 @@
 """Attacks and hurried-user inputs found after issues 10 and 13 were built, each a regression.
 
-In-process and cheap: the secret table, the page sanitizer, the daily-log appender and the
+In-process and cheap: the secret scanner, the page sanitizer, the daily-log appender and the
 MCP tools' argument checks (the stdio transport itself is proven by test_mcp).
 """
 

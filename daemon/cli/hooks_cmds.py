@@ -23,6 +23,9 @@ def add_parsers(add: AddParser) -> None:
     p.add_argument("--rc", metavar="FILE", help="shell: the rc file (default: ~/.zshrc or ~/.bashrc by $SHELL, "
                    "else ~/.profile)")
     p.add_argument("--bin", metavar="PATH", help="the wikiwright the hooks run (default: this one)")
+    p.add_argument("--shared", action="store_true",
+                   help="git: core.hooksPath is a folder the team commits; write hooks with no path of this "
+                   "machine (wikiwright from each person's PATH, nothing done where it is not installed)")
     p.add_argument("--json", action="store_true", help="status: machine-readable output")
 
 
@@ -57,6 +60,8 @@ def cmd_hooks(args: argparse.Namespace) -> int:
         raise WikiwrightError("--project is for claude-code")
     if args.rc and args.kind != "shell":
         raise WikiwrightError("--rc is for shell")
+    if args.shared and (args.kind != "git" or args.action != "install"):
+        raise WikiwrightError("--shared is for hooks install git")
     if args.action == "install":
         bin_path = install.installed_wikiwright(args.bin)
         hook_log = hook_log_path()
@@ -65,12 +70,16 @@ def cmd_hooks(args: argparse.Namespace) -> int:
         elif args.kind == "git":
             vault_root, _problem = _default_vault()
             changes = install.install_git(args.repo, bin_path, hook_log,
-                                          None if vault_root is None else Path(vault_root))
+                                          None if vault_root is None else Path(vault_root), shared=args.shared)
         else:
             changes = install.install_shell(args.rc, bin_path, hook_log)
         for change in changes:
             print(change.line())
-        print(f"runs {bin_path}; a hook that cannot run says why in {hook_log}")
+        if args.shared:
+            print("runs $WIKIWRIGHT_BIN or `wikiwright` from PATH on each machine; where it is found, a hook that "
+                  f"cannot run says why in the hook log ({hook_log} here)")
+        else:
+            print(f"runs {bin_path}; a hook that cannot run says why in {hook_log}")
         vault_root, problem = _default_vault()
         if vault_root is None:
             print(f"warning: the hooks will find no vault yet: {problem}")

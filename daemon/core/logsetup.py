@@ -58,7 +58,7 @@ def secret_values(
 
 
 def redact(text: str, literals: list[str] | None = None) -> str:
-    """Credentials in a log line become ``[REDACTED]`` (the one table in core/secrets.py)."""
+    """Credentials in a log line become ``[REDACTED]`` (the one scanner in core/secrets.py)."""
     return scan(text, label=False, literals=literals if literals is not None else secret_values())[0]
 
 

@@ -355,7 +355,7 @@ class LLMClient:
         check_budget(self.costs, self.llm)
         if self.llm.redact_secrets:
             # The last guard before the network: whatever room built the prompt (ingest, ask,
-            # consolidation, prose check), no secret of the one table leaves the machine.
+            # consolidation, prose check), no secret the scanner finds leaves the machine.
             system, user = redact_secrets(system), redact_secrets(user)
         messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
         totals = [0, 0, 0.0, 0.0]  # tokens in, out, cost, latency over every attempt

@@ -44,6 +44,7 @@ from ..ingest.operations import REPLY_SCHEMA, Held, Workspace, summarize_op
 from ..ingest.plan import IngestPlan, redact_source, source_page_name
 from ..intake.extract import SourceText
 from ..intake.ledger import FileRecord, Ledger
+from ..intake.names import shown_name
 from ..wiki.catalog import Catalog
 from ..wiki.pages import SPECIAL_PAGES, Page, get_section, parse_page, render_page, set_section
 from ..wiki.reviewfile import HELD_BACK, Proposal, proposal
@@ -137,7 +138,7 @@ def held_proposals(record: FileRecord, source_page: str, held: list[Held]) -> li
     operation, so a retried ingest never proposes the same operation twice."""
     stem = source_page.rsplit("/", 1)[-1]
     return [
-        proposal(HELD_BACK, f"{code_span(record.path)} → {h.line()}", [h.page] if h.page else [],
+        proposal(HELD_BACK, f"{code_span(shown_name(record.path))} → {h.line()}", [h.page] if h.page else [],
                  {"action": "apply-op", "op": h.op, "source_page": stem, "reason": h.reason},
                  facts={"source": record.sha256, "op": h.op})
         for h in held
@@ -218,7 +219,7 @@ class ModelPlanner:
         first = replies[0]
         # The source page gets the reply's title as it came (its sanitizer notes what it cleaned);
         # the commit subject and log.md get the cleaned one.
-        reply_title = str(first.get("title") or Path(record.path).stem).strip()[:120]
+        reply_title = str(first.get("title") or Path(shown_name(record.path)).stem).strip()[:120]
         title = clean_line(reply_title).text or "untitled"
         summary = " ".join(str(r.get("summary") or "") for r in replies).strip()
         key_points = [str(p) for r in replies for p in r.get("key_points") or []][:12]
@@ -292,7 +293,7 @@ class ModelPlanner:
         system = self.system_template.safe_substitute(schema_md=schema_md)
         part_note = f"This is part {index + 1} of {total} of the source (ingest parts in order).\n" if total > 1 else ""
         fields = {
-            "today": today.isoformat(), "source_path": record.path, "source_page": page.rsplit("/", 1)[-1],
+            "today": today.isoformat(), "source_path": shown_name(record.path), "source_page": page.rsplit("/", 1)[-1],
             "part_note": part_note, "source_text": part.strip(),
         }
         fixed = len(system) + len(self.user_template.safe_substitute(**fields, pages="", other_names=""))
@@ -361,7 +362,7 @@ class ModelPlanner:
             entry = self.catalog.get(name)
             links.append((name, entry.title if entry else name))
         text = render_source_page(
-            digest_=digest, source_path=record.path, sha256=record.sha256, encoding=source.encoding,
+            digest_=digest, source_path=shown_name(record.path), sha256=record.sha256, encoding=source.encoding,
             kind=source.kind, links=links, today=today, size=len(data),
             allow_remote_images=self.config.pages.allow_remote_images, secrets=secrets,
         )

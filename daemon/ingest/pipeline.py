@@ -38,7 +38,7 @@ from ..ingest.rawcommit import include_source
 from ..ingest.selffeed import SELF_FEEDING_RULE, is_own_page
 from ..intake.extract import SourceText
 from ..intake.ledger import FileRecord, SourceRecord
-from ..intake.names import disk_name, disk_path
+from ..intake.names import disk_name, disk_path, shown_name
 from ..wiki.reviewfile import HELD_BACK, ReviewStore
 
 log = logging.getLogger(__name__)
@@ -167,11 +167,11 @@ class Pipeline:
         the source) in one commit."""
         tracked = bool(self.repo.run("ls-files", "--", disk_name(original.path)).strip())
         if tracked:
-            with self.door.operation(OpKind.INGEST, f"{original.path} renamed to {record.path}",
-                                     today=self.clock()) as op:
+            old, new = shown_name(original.path), shown_name(record.path)
+            with self.door.operation(OpKind.INGEST, f"{old} renamed to {new}", today=self.clock()) as op:
                 op.add_paths([disk_name(original.path)])
                 include_source(op, record, self.config.git.commit_raw_max_bytes)
-                op.details.append(f"`{original.path}` renamed to `{record.path}` (sha256 {record.sha256[:16]})")
+                op.details.append(f"`{old}` renamed to `{new}` (sha256 {record.sha256[:16]})")
         self.ledger.finish_renamed(record, original)
         return JobResult(record.path, "ingested", f"renamed from {original.path}", original.commit_sha, original.page)
 
@@ -190,7 +190,7 @@ class Pipeline:
             self.ledger.finish_skipped(record, rule)
             return JobResult(record.path, "skipped", rule)
         try:
-            with self.door.operation(OpKind.REVIEW_REQUEST, f"approve the cost of {record.path}",
+            with self.door.operation(OpKind.REVIEW_REQUEST, f"approve the cost of {shown_name(record.path)}",
                                      today=self.clock()) as op:
                 op.propose(COSTLY_SOURCE, [item])
                 op.details.append(str(exc))
@@ -208,17 +208,18 @@ class Pipeline:
     def _apply(self, plan: IngestPlan) -> str | None:
         """Pages, index.md, log.md, one commit, then the ledger: one operation through the door."""
         record = plan.record
+        shown = shown_name(record.path)  # a secret in the file name never reaches log.md or a commit
         with self.door.operation(OpKind.INGEST, plan.title, today=self.clock()) as op:
             op.always_log = True  # the source is recorded even if no page changed
             outcome = op.write(plan.changes)
             page_links = ", ".join(f"[[{page.rsplit('/', 1)[-1]}]]" for page in plan.pages)
-            op.details += [f"source: `{record.path}` (sha256 {record.sha256[:16]})", f"pages: {page_links}"]
+            op.details += [f"source: `{shown}` (sha256 {record.sha256[:16]})", f"pages: {page_links}"]
             if outcome.merged:
                 op.details.append(f"merged with a person's edits: {', '.join(outcome.merged)}")
             for conflict in outcome.conflicts:
                 op.details.append(f"kept a person's version of {conflict.page}; wikiwright's is proposed in REVIEW.md")
             op.trailers.update({
-                "Wikiwright-Source": f"{record.path} sha256:{record.sha256}",
+                "Wikiwright-Source": f"{shown} sha256:{record.sha256}",
                 "Wikiwright-Pages": ", ".join(f"wiki/{p}.md" for p in plan.pages),
                 "Wikiwright-Engine": plan.engine,
             })

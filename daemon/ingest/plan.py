@@ -12,6 +12,7 @@ import threading
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
+from typing import Any
 
 from ..core.config import Config
 from ..core.errors import SourceNotReady
@@ -23,7 +24,7 @@ from ..ingest.offline import ENGINE_NAME, digest, humanize_file_name, render_sou
 from ..ingest.terms import extract_terms, open_term_index
 from ..intake.extract import Limits, SourceText, extract_source
 from ..intake.ledger import FileRecord, Ledger
-from ..intake.names import disk_path
+from ..intake.names import disk_path, shown_name
 from ..intake.safeopen import read_inside
 from ..wiki.catalog import Catalog
 from ..wiki.pages import slugify, unique_name
@@ -64,33 +65,60 @@ def read_source_bytes(vault: Vault, record: FileRecord, max_bytes: int, *, allow
     return data
 
 
+def _redact_value(value: Any) -> tuple[Any, set[str]]:
+    """A field of a SourceText with its secrets replaced: text, or lists and maps of text."""
+    if isinstance(value, str):
+        text, kinds = scan(value)
+        return text, set(kinds)
+    if isinstance(value, (list, tuple)):
+        parts = [_redact_value(item) for item in value]
+        return type(value)(part for part, _ in parts), {k for _, found in parts for k in found}
+    if isinstance(value, dict):
+        pairs = {key: _redact_value(item) for key, item in value.items()}
+        return {key: part for key, (part, _) in pairs.items()}, {k for _, found in pairs.values() for k in found}
+    return value, set()
+
+
+# Fields that describe the file's format, never its content.
+_FORMAT_FIELDS = frozenset({"encoding", "kind"})
+
+
 def redact_source(config: Config, source: SourceText, ledger: Ledger | None = None,
                   path: str = "") -> tuple[SourceText, list[str]]:
     """The source with its secrets replaced (``llm.redact_secrets``), and the kinds found.
 
-    Both engines plan from this text, so a secret reaches neither a prompt nor a page. The
-    source page names the kinds, and ``status`` shows a notice (kinds only, never a value).
+    Every field the extractor filled is scanned: the text (front matter included), the
+    document's title and any other metadata (PDF/Office properties), so both engines plan from
+    text that holds no secret, and a secret reaches neither a prompt nor a page. The source page
+    names the kinds, and ``status`` shows a notice (kinds only, never a value).
     """
     if not config.llm.redact_secrets:
         return source, []
-    text, kinds = scan(source.text)
-    changes: dict[str, str] = {"text": text}
-    for name in ("doc_title", "html_title"):  # the document's own title, whichever the extractor keeps
-        if name in {f.name for f in dataclasses.fields(source)}:
-            changes[name], title_kinds = scan(getattr(source, name))
-            kinds = sorted({*kinds, *title_kinds})
-    if kinds:
-        log.info("%s held secrets (%s); they are redacted before planning", path or "a source", ", ".join(kinds))
+    changes: dict[str, Any] = {}
+    found: set[str] = set()
+    for item in dataclasses.fields(source):
+        if item.name in _FORMAT_FIELDS:
+            continue
+        value, kinds = _redact_value(getattr(source, item.name))
+        if kinds:
+            changes[item.name] = value
+            found |= kinds
+    kinds_list = sorted(found)
+    if kinds_list:
+        shown = shown_name(path) if path else "a source"
+        log.info("%s held secrets (%s); they are redacted before planning", shown, ", ".join(kinds_list))
         if ledger is not None:
-            ledger.set_notice("secrets-redacted", f"{path} contained secrets ({', '.join(kinds)}); they were "
+            ledger.set_notice("secrets-redacted", f"{shown} contained secrets ({', '.join(kinds_list)}); they were "
                               "redacted before planning: no model, page, commit or log holds the values")
         source = dataclasses.replace(source, **changes)
-    return source, kinds
+    return source, kinds_list
 
 
 def source_page_name(ledger: Ledger, vault: Vault, source_path: str) -> str:
-    """The page bound to a raw/ path: ``sources/src-<slug>``, suffixed on collisions."""
-    stem = Path(source_path).stem or Path(source_path).name
+    """The page bound to a raw/ path: ``sources/src-<slug>``, suffixed on collisions (the slug of
+    the name as shown: a secret in the name never becomes a page's file name)."""
+    shown = shown_name(source_path)
+    stem = Path(shown).stem or Path(shown).name
 
     def make(taken: list[str]) -> str:
         existing = [f"sources/{p.stem}" for p in vault.sources_dir.glob("*.md")]
@@ -120,8 +148,9 @@ class OfflinePlanner:
         source, secrets = redact_source(self.config, source, self.ledger, record.path)
         page = source_page_name(self.ledger, self.vault, record.path)
         stem = page.rsplit("/", 1)[-1]
+        shown = shown_name(record.path)
         summary = digest(
-            source.text, source.kind, source.doc_title, humanize_file_name(record.path),
+            source.text, source.kind, source.doc_title, humanize_file_name(shown),
             self.config.ingest.summary_sentences, self.config.ingest.key_points,
         )
         title = clean_line(summary.title).text or "untitled"
@@ -129,7 +158,7 @@ class OfflinePlanner:
         mentioned = self.catalog.mentioned_pages(summary.body, exclude={page})[:40]
         shared = self.concepts.plan(stem, title, terms, summary.sentences, today, mentioned)
         text = render_source_page(
-            digest_=summary, source_path=record.path, sha256=record.sha256, encoding=source.encoding,
+            digest_=summary, source_path=shown, sha256=record.sha256, encoding=source.encoding,
             kind=source.kind, links=shared.links, today=today, size=len(data),
             allow_remote_images=self.config.pages.allow_remote_images, secrets=secrets,
         )

@@ -14,17 +14,22 @@ from typing import Any
 
 from ..core.errors import SourceRejected
 from ..intake.ledger import FileRecord
-from ..intake.names import disk_name
+from ..intake.names import disk_name, name_secrets, shown_name
 from ..intake.rawgit import decide, with_section
 from ..intake.safeopen import read_inside
 
 
 def include_source(op: Any, record: FileRecord, max_bytes: int) -> str:
     """Add the source (or its .gitignore line) to ``op``; returns a line for log.md ('' if nothing)."""
+    shown = shown_name(record.path)
     if disk_name(record.path) != record.path:
         # A name that is not plain text (bytes that are not UTF-8, control characters): git's
         # paths and our commit messages are text, so the source stays out (issue 10).
-        return f"`{record.path}` kept out of git (its file name is not plain text)"
+        return f"`{shown}` kept out of git (its file name is not plain text)"
+    kinds = name_secrets(record.path)
+    if kinds:
+        # git records the path itself: a secret in it would be in history for good (issue 20).
+        return f"`{shown}` kept out of git (its file name contains secrets: {', '.join(kinds)})"
     rel = disk_name(record.path)  # the ledger's printable name, as the file system and git name it
     path = op.vault.root / rel
     try:
@@ -34,7 +39,7 @@ def include_source(op: Any, record: FileRecord, max_bytes: int) -> str:
     except SourceRejected as exc:
         if exc.code == "missing":
             return ""  # gone already: the ledger and the source page keep its sha256
-        return f"`{record.path}` kept out of git ({exc})"
+        return f"`{shown}` kept out of git ({exc})"
     except OSError:
         return ""
     try:
@@ -49,4 +54,4 @@ def include_source(op: Any, record: FileRecord, max_bytes: int) -> str:
     if decision.commit:
         op.add_paths([rel])
         return ""
-    return f"`{record.path}` kept out of git ({decision.reason}); its sha256 is on the source page"
+    return f"`{shown}` kept out of git ({decision.reason}); its sha256 is on the source page"

@@ -20,6 +20,8 @@ import os
 import re
 from pathlib import Path
 
+from ..core.secrets import redact, secret_kinds
+
 _SPECIAL_RE = re.compile(r"[\\\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
 _ESCAPE_RE = re.compile(r"\\(\\|n|r|t|x[0-9a-f]{2}|u[0-9a-f]{4})")
 _SHORT = {"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
@@ -71,6 +73,17 @@ def relative_name(root: Path, path: Path) -> str:
 def name_bytes(recorded: str) -> bytes:
     """The original bytes of a recorded name."""
     return os.fsencode(disk_name(recorded))
+
+
+def shown_name(recorded: str) -> str:
+    """A ledger name as pages, commit messages and trailers, log.md and REVIEW.md show it: a
+    secret in it (``raw/deploy-ghp_….md``) replaced by its kind. The ledger keeps the real name."""
+    return redact(recorded)
+
+
+def name_secrets(recorded: str) -> list[str]:
+    """The kinds of secret a name holds (a source so named is never committed)."""
+    return secret_kinds(recorded)
 
 
 def in_hidden_folder(top: Path, path: Path) -> bool:

@@ -74,7 +74,7 @@ class LogWriteError(WikiwrightError):
 
 # --- redaction ------------------------------------------------------------------------
 
-# The one table lives in core/secrets.py (prompts, logs and source pages use it too).
+# The one scanner lives in core/secrets.py (prompts, logs and source pages use it too).
 REDACTED_RE = SECRET_REDACTED_RE
 
 
@@ -139,7 +139,8 @@ class DailyLog:
 def canonical_section(name: str) -> str:
     # One line, no leading '#': a section name from a hook or an MCP client can't open a fake
     # "## Session" heading (the consolidation gate counts those).
-    flat = " ".join(_printable(name).split()).lstrip("# ")
+    # Redacted first (the cleaning below drops "_" and ":", which would hide a token's shape).
+    flat = " ".join(redact_secrets(_printable(name), label=False).split()).lstrip("# ")
     cleaned = re.sub(r"[*_`:]+", "", flat).strip()
     alias = _SECTION_ALIASES.get(cleaned.casefold().replace("’", "'"))
     if alias:

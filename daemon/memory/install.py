@@ -131,9 +131,20 @@ def _sh_double_quoted(value: str) -> str:
     return '"' + re.sub(r'([\\"$`])', r"\\\1", value) + '"'
 
 
-def render_script(name: str, bin_path: Path, hook_log: Path) -> str:
-    """A shipped hook script with the absolute wikiwright and hook log as its defaults."""
+_SHIPPED_SHARED = "ww_shared=0"
+
+
+def render_script(name: str, bin_path: Path, hook_log: Path, *, shared: bool = False) -> str:
+    """A shipped hook script with the absolute wikiwright and hook log as its defaults.
+
+    ``shared``: for a hooks folder the team commits, no path of this machine at all: the hook
+    finds ``$WIKIWRIGHT_BIN`` or ``wikiwright`` on each person's PATH, logs to each person's
+    state folder, and does nothing (quietly) where wikiwright is not installed."""
     text = read_shipped_text("hooks", name)
+    if shared:
+        if _SHIPPED_SHARED not in text:
+            raise HookInstallError(f"the shipped hooks/{name} has no {_SHIPPED_SHARED} line to fill in")
+        return text.replace(_SHIPPED_SHARED, "ww_shared=1")
     bin_default = '"${WIKIWRIGHT_BIN:-' + _sh_double_quoted(str(bin_path))[1:-1] + '}"'
     log_default = '"${WIKIWRIGHT_HOOK_LOG:-' + _sh_double_quoted(str(hook_log))[1:-1] + '}"'
     for shipped, installed in ((_SHIPPED_BIN, bin_default), (_SHIPPED_LOG, log_default)):
@@ -391,19 +402,45 @@ def uninstall_claude_code(project: str | None) -> list[Change]:
 
 # --- git ---------------------------------------------------------------------------------------
 
-def _git_block(hook: str, bin_path: Path, hook_log: Path) -> str:
-    return _marked_block(render_script(f"git-{hook}", bin_path, hook_log), hook)
+def _git_block(hook: str, bin_path: Path, hook_log: Path, shared: bool = False) -> str:
+    return _marked_block(render_script(f"git-{hook}", bin_path, hook_log, shared=shared), hook)
 
 
-def install_git(repo: str | None, bin_path: Path, hook_log: Path, vault_root: Path | None) -> list[Change]:
+def committed_hooks_dir(top: Path, hooks_dir: Path) -> bool:
+    """True when ``core.hooksPath`` points inside the working tree at a folder git does not
+    ignore: what is written there is committed and runs on every teammate's machine."""
+    try:
+        inside = hooks_dir.resolve().relative_to(top.resolve())
+    except ValueError:
+        return False
+    if inside.parts[:1] == (".git",):
+        return False
+    try:
+        ignored = subprocess.run(["git", "-C", str(top), "check-ignore", "-q", "--", str(inside)],
+                                 capture_output=True, timeout=10).returncode == 0
+    except OSError:
+        ignored = False
+    return not ignored
+
+
+def install_git(repo: str | None, bin_path: Path, hook_log: Path, vault_root: Path | None,
+                shared: bool = False) -> list[Change]:
     top, hooks_dir = git_hooks_dir(repo)
     if vault_root is not None and top.resolve() == vault_root.resolve():
         raise HookInstallError(f"{top} is the vault itself: its commits are wikiwright's, not work to log")
+    committed = committed_hooks_dir(top, hooks_dir)
+    if committed and not shared:
+        raise HookInstallError(
+            f"core.hooksPath points to {hooks_dir}, a folder of the working tree that is committed: a hook "
+            "written there runs on every clone, and would carry this machine's paths. Pass --shared to "
+            "write a hook that finds wikiwright on each person's PATH (and does nothing where it is not "
+            "installed), then commit it; nothing was changed")
+    shared = shared and committed
     changes = []
     plans = []
     for hook in GIT_HOOKS:
         target = hooks_dir / hook
-        block = _git_block(hook, bin_path, hook_log)
+        block = _git_block(hook, bin_path, hook_log, shared)
         current = target.read_text(encoding="utf-8", errors="replace") if target.exists() else None
         if current is not None and f"# >>> wikiwright {hook} >>>" not in current:
             first = current.splitlines()[0] if current.strip() else ""
@@ -423,7 +460,11 @@ def install_git(repo: str | None, bin_path: Path, hook_log: Path, vault_root: Pa
                 return f"{shebang}\n{block}{body}"
             return "#!/bin/sh\n" + block + rest
 
-        changes.append(_install_file("git", target, make, bin_path, mode=0o111, repo=top))
+        change = _install_file("git", target, make, bin_path, mode=0o111, repo=top)
+        if shared:
+            change.detail = ("shared: no path of this machine in it; it runs $WIKIWRIGHT_BIN or `wikiwright` "
+                             "from PATH and does nothing where wikiwright is not installed; commit it")
+        changes.append(change)
     return changes
 
 
@@ -454,6 +495,10 @@ def _rc_block(script: Path) -> str:
 
 def install_shell(rc: str | None, bin_path: Path, hook_log: Path) -> list[Change]:
     target = shell_rc_path(rc)
+    if target.exists() and not target.is_file():
+        what = "a folder" if target.is_dir() else "not a regular file"
+        raise HookInstallError(f"{target} is {what}, not an rc file the shell reads; pass --rc FILE to name "
+                               "the right one; nothing was changed")
     script = _write_runner("wikiwright.sh", bin_path, hook_log)
     block = _rc_block(script)
 

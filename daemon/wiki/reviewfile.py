@@ -42,6 +42,7 @@ from typing import Any
 
 from ..core.fsutil import atomic_replace_if
 from ..core.locks import vault_write_lock
+from ..core.secrets import redact
 from ..core.sqlitedb import Schema, open_db
 from ..core.vault import Vault
 
@@ -109,8 +110,11 @@ def proposal(kind: str, description: str, pages: Iterable[str] = (), fix: Mappin
     """A proposal whose id is a hash of ``kind`` and ``facts`` (default: description and pages)."""
     pages = tuple(pages)
     facts = facts if facts is not None else {"description": description, "pages": list(pages)}
-    return Proposal(proposal_id(kind, facts), kind, " ".join(description.split()), pages, dict(fix or {}),
-                    tuple(options), heading)
+    # REVIEW.md is committed: a secret quoted by a proposal (a held-back operation, a file name)
+    # shows as its kind (the id still hashes the facts, so answers stay matched).
+    options = tuple(Option(o.key, redact(o.text)) for o in options)
+    return Proposal(proposal_id(kind, facts), kind, redact(" ".join(description.split())), pages, dict(fix or {}),
+                    options, heading)
 
 
 def heading_of(item: Proposal) -> str:
