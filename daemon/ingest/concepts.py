@@ -270,7 +270,7 @@ class ConceptKeeper:
         if mine is None:
             return None
         section = get_section(body, "What it is")
-        match = re.fullmatch(r"\s*> (.*)\n> — \[\[([^\]|]+)\]\]\s*", section or "")
+        match = re.fullmatch(r"## What it is[ \t]*\n\s*> (.*)\n> — \[\[([^\]|]+)\]\]\s*", section or "")
         if match is None:
             return None
         label = str(meta.get("title") or term.label)
@@ -280,7 +280,7 @@ class ConceptKeeper:
             return None
         summary = " ".join(mine.sentence.split())
         meta["summary"] = quote_safe(summary if len(summary) <= 200 else summary[:197].rstrip() + "…")
-        return set_section(body, "What it is", f"> {quote_safe(mine.sentence)}\n> — [[{source}]]\n\n")
+        return set_section(body, "What it is", f"## What it is\n\n> {quote_safe(mine.sentence)}\n> — [[{source}]]\n\n")
 
     def _backfill(self, result: ConceptResult, page: str, title: str, mentions: list[Mention], source: str) -> None:
         """Earlier sources that mention a term that just got its page link to it."""

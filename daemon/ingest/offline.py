@@ -65,6 +65,8 @@ _STOPWORDS = frozenset(
     """.split()  # noqa: SIM905 - a word list reads better as prose
 )
 MAX_SENTENCE = 300
+PARSE_LIMIT = 400_000  # characters of one text read as blocks; past that, headings only
+_ATX_RE = re.compile(r"^ {0,3}(#{1,6})\s+(.+?)(?:\s+#+)?\s*$")
 # A source longer than this (characters of body) is summarised part by part.
 LONG_SOURCE = 12_000
 MAX_PARTS = 60
@@ -99,6 +101,9 @@ class Block:
 
 def _parser(kind: str) -> MarkdownIt:
     parser = MarkdownIt("commonmark", {"html": True}).enable("table")
+    # Blocks are all we read (a block's inline source is its text): inline parsing would double
+    # the cost for nothing.
+    parser.core.ruler.disable(["inline", "text_join"])
     if kind == "text":
         # Plain text reaches us with its setext/reST titles already made "#" headings by the
         # extractor; an underline here is a rule or a table border, not a heading.
@@ -116,6 +121,13 @@ def blocks(text: str, kind: str = "markdown") -> tuple[Block, ...]:
     Link-reference definitions are not blocks (the parser takes them out), a list item is one
     unit however its lines wrap, and a nested item is its own unit."""
     parser = _PARSERS["text" if kind == "text" else "markdown"]
+    rest = ""
+    if len(text) > PARSE_LIMIT:
+        # A very long text (an "all in one page" manual): its first PARSE_LIMIT characters are
+        # read as blocks, the rest for its headings only, so every part is still listed.
+        cut = text.rfind("\n\n", 0, PARSE_LIMIT)
+        cut = cut if cut > PARSE_LIMIT // 2 else PARSE_LIMIT
+        text, rest = text[:cut], text[cut:]
     try:
         tokens = parser.parse(text)
     except Exception:  # the parser never raises on text; a bug there must not cost the source
@@ -148,6 +160,15 @@ def blocks(text: str, kind: str = "markdown") -> tuple[Block, ...]:
                 found.append(Block("heading", heading_level, flat, line))
             else:
                 found.append(Block("item" if depth else "para", depth, flat, line))
+    if rest:
+        offset = text.count("\n")
+        in_fence = False
+        for number, line_text in enumerate(rest.split("\n")):
+            if line_text.lstrip().startswith(("```", "~~~")):
+                in_fence = not in_fence
+            heading = None if in_fence else _ATX_RE.match(line_text)
+            if heading:
+                found.append(Block("heading", len(heading.group(1)), heading.group(2), offset + number))
     return tuple(found)
 
 
@@ -421,6 +442,8 @@ def _outline(text: str, title: str, kind: str = "markdown", limit: int = 12) -> 
 # -- changelogs --------------------------------------------------------------------------------
 
 _VERSION_RE = re.compile(r"(?<![\w.])[vV]?(\d+(?:\.\d+)+(?:[-.]?(?:a|b|rc|dev|post|alpha|beta)\.?\d*)?)(?![\w.])")
+_VERSION_HEADING_RE = re.compile(
+    r"^[\W_]*(?:(?:version|release|v)\s*|[\w.-]+\s+(?:v(?:ersion)?\s*)?)?\d+(?:\.\d+)+\S*(?:\s|$)", re.IGNORECASE)
 _CHANGELOG_NAME_RE = re.compile(r"change ?log|\bchanges\b|\bhistory\b|\bnews\b|release ?notes|what'?s ?new",
                                 re.IGNORECASE)
 _DEBIAN_ENTRY_RE = re.compile(r"^(\S+) \(([^)\s]+)\) [^;\n]+; *urgency=\S+\s*$", re.MULTILINE)
@@ -450,8 +473,11 @@ def changelog_digest(body: str, kind: str, title: str, name: str) -> tuple[list[
         date_part = f" (released {stamp})" if stamp else ""
         return _changelog_result(f"{package} {version}", date_part, items)
     named = _CHANGELOG_NAME_RE.search(f"{title} {name}") is not None
-    heads = [b for b in blocks(body, kind) if b.kind == "heading" and _VERSION_RE.search(b.text)]
-    if len(heads) < 2 or not (named or len(heads) >= 3):
+    every = [b for b in blocks(body, kind) if b.kind == "heading"]
+    # A version heading opens with its version ("3.1.0", "Version 3.1.0", "v2.0 (2024-01-02)",
+    # "[1.2.0] - 2024-05-01", "flask 2.0.1"); an API manual's "v8.getHeapStatistics()" does not.
+    heads = [b for b in every if _VERSION_HEADING_RE.match(plain_inline(b.text))]
+    if len(heads) < 2 or not (named or (len(heads) >= 3 and len(heads) * 2 >= len(every))):
         return None
     newest = heads[0]
     items = []
@@ -481,7 +507,7 @@ def changelog_digest(body: str, kind: str, title: str, name: str) -> tuple[list[
 
 
 def _changelog_result(newest: str, date_part: str, items: list[str]) -> tuple[list[str], list[str]]:
-    changes = [s for s in (_as_sentence(item) for item in items) if s]
+    changes = [s for s in (_as_sentence(item) for item in items) if len(_WORD_RE.findall(s)) >= 2]
     count = f", with {len(changes)} change{'s' if len(changes) != 1 else ''} listed" if changes else ""
     summary = [f"A changelog; the newest entry is {newest}{date_part}{count}."]
     return summary, changes

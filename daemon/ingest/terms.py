@@ -154,9 +154,9 @@ def _good_label(label: str) -> bool:
 _DEFINES_AFTER = re.compile(r"^[`*]*" + _DEFINES_RE, re.IGNORECASE)
 # "CSRF attacks allow …", "Flask lets you …": the term, a word or two of its own, a verb that defines.
 _DEFINES_VERB = re.compile(
-    r"^[`*]*(?:\s+[\w-]+){0,2}?\s+(?:is|are|was|refers to|means|stands for|lets|allows|enables|provides|"
-    r"gives|makes|helps|describes|represents|implements|supports|consists of|contains|offers|handles|"
-    r"stores|records|keeps|runs|checks|finds|reports|turns|takes|creates|builds)\s", re.IGNORECASE)
+    r"^[`*]*(?:\s+[\w-]+){0,2}?\s+(?:is|are|was|refers to|means|stands for|lets?|allows?|enables?|provides?|"
+    r"gives?|makes?|helps?|describes?|represents?|implements?|supports?|consists? of|contains?|offers?|handles?|"
+    r"stores?|records?|keeps?|runs?|checks?|finds?|reports?|turns?|takes?|creates?|builds?)\s", re.IGNORECASE)
 _LEAD_IN = re.compile(r"^(?:the |an? )?[*`]*$", re.IGNORECASE)
 
 

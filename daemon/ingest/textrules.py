@@ -126,10 +126,10 @@ def section_is_boilerplate(heading: str) -> bool:
 _CONSOLE_RE = re.compile(
     r"^(\$|#|>>>|\.\.\.|%|PS>|C:\\>)\s|^(FAILED|PASSED|ERROR|XFAIL|XPASS|SKIPPED|OK)\b|\w\.py::\w|"
     r"Traceback \(most recent call last\)|^File \"[^\"]+\", line \d|^\s*at [\w.$<>]+\(|^={3,}|^-{3,}|"
-    r"^\w+(Error|Exception|Warning): |^(sudo|pip3?|npm|apt(-get)?|brew|conda|uv) (install|run|add|-)",
+    r"^\w+(Error|Exception|Warning): |^`[^`]+`\s+<[\w.|]+>|"
+    r"^(sudo|pip3?|npm|apt(-get)?|brew|conda|uv) (install|run|add|-)",
 )
 _LINK_DEFINITION_RE = re.compile(r"^\s*\[[^\]]+\]:\s*\S")
-_MENU_RE = re.compile(r"(\s[•|·»]\s.*){2,}|(\s/\s.*){3,}")
 _MARKUP_RE = re.compile(r"^\.\. [\w:-]+::|(?<![\w`]):[a-z][\w+.-]*:`|\{[a-z][\w+.:-]*\}`|^:[\w -]+:\s|"
                         r"^\s*```|^\s*\|.*\|\s*$|<[a-zA-Z][^>]*>\s*$")
 _CODE_SPAN_RE = re.compile(r"(`+)[^`]+?\1")
@@ -156,8 +156,8 @@ def sentence_problem(sentence: str) -> str:
         return "markup"
     if _CONSOLE_RE.search(text):
         return "code"
-    if _MENU_RE.search(text):
-        return "menu"
+    if sum(text.count(f" {mark} ") for mark in "•|·»") >= 2 or text.count(" / ") >= 3:
+        return "menu"  # "English readme • 简体中文 readme • …"
     visible = text.replace(" ", "")
     letters = sum(c.isalpha() for c in visible)
     in_code = sum(len(m.group(0)) for m in _CODE_SPAN_RE.finditer(text))
