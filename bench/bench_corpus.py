@@ -562,10 +562,10 @@ def words_checks(run: Run, kinds: dict[str, str]) -> dict[str, Any]:
     redacted: list[str] = []
     for name, _page, meta, body in sources:
         title = str(meta.get("title") or "")
-        source = read_source(run.vault.raw / name, (run.vault.raw / name).read_bytes())
-        has_heading = re.search(r"^# \S", source.text, re.MULTILINE) is not None or bool(source.doc_title.strip())
-        if has_heading and _bare_file_name(title, name):
-            bare.append(f"{name}: {title}")
+        if _bare_file_name(title, name):  # read the source again only then (a PDF takes a while)
+            source = read_source(run.vault.raw / name, (run.vault.raw / name).read_bytes())
+            if re.search(r"^# \S", source.text, re.MULTILINE) is not None or bool(source.doc_title.strip()):
+                bare.append(f"{name}: {title}")
         if _sentence_title(title):
             sentence_titles.append(f"{name}: {title}")
         summary = (get_section(body, "Summary") or "").strip()
@@ -858,7 +858,8 @@ def main() -> int:
     shutil.rmtree(corpus, ignore_errors=True)
     kinds = build_mixed(corpus)
     if args.limit:
-        kinds = pick(kinds, args.limit)
+        # Quick mode: no multi-megabyte manual (an all-in-one HTML page takes a minute to read).
+        kinds = pick({n: k for n, k in kinds.items() if (corpus / n).stat().st_size < 1_000_000}, args.limit)
     mix = ", ".join(f"{k} {v}" for k, v in sorted(Counter(kinds.values()).items()))
     print(f"corpus: {len(kinds)} documents from this machine ({mix})")
     if not args.growth_only:

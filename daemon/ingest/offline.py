@@ -441,9 +441,9 @@ def _outline(text: str, title: str, kind: str = "markdown", limit: int = 12) -> 
 
 # -- changelogs --------------------------------------------------------------------------------
 
-_VERSION_RE = re.compile(r"(?<![\w.])[vV]?(\d+(?:\.\d+)+(?:[-.]?(?:a|b|rc|dev|post|alpha|beta)\.?\d*)?)(?![\w.])")
 _VERSION_HEADING_RE = re.compile(
-    r"^[\W_]*(?:(?:version|release|v)\s*|[\w.-]+\s+(?:v(?:ersion)?\s*)?)?\d+(?:\.\d+)+\S*(?:\s|$)", re.IGNORECASE)
+    r"^[\W_]*(?:(?:version|release|v)\s*|[\w.-]+\s+(?:v(?:ersion)?\s*)?)?(?P<v>\d+(?:\.\d+)+[\w.+-]*)\S*(?:\s|$)",
+    re.IGNORECASE)
 _CHANGELOG_NAME_RE = re.compile(r"change ?log|\bchanges\b|\bhistory\b|\bnews\b|release ?notes|what'?s ?new",
                                 re.IGNORECASE)
 _DEBIAN_ENTRY_RE = re.compile(r"^(\S+) \(([^)\s]+)\) [^;\n]+; *urgency=\S+\s*$", re.MULTILINE)
@@ -497,13 +497,13 @@ def changelog_digest(body: str, kind: str, title: str, name: str) -> tuple[list[
             items.append(block.text)
         elif block.kind == "para" and not items and not lead:
             lead = block.text
-    version = _VERSION_RE.search(newest.text)
-    assert version is not None
+    version = _VERSION_HEADING_RE.match(plain_inline(newest.text))
+    number = version.group("v").rstrip(".-") if version else newest.text
     when = next(iter(find_dates(newest.text + " " + lead, 1)), "")
     if not when and re.search(r"\bunreleased\b", newest.text + " " + lead, re.IGNORECASE):
         when = "unreleased"
     date_part = "" if not when else " (not released yet)" if when == "unreleased" else f" (released {when})"
-    return _changelog_result(f"version {version.group(0).lstrip('vV')}", date_part, items)
+    return _changelog_result(f"version {number}", date_part, items)
 
 
 def _changelog_result(newest: str, date_part: str, items: list[str]) -> tuple[list[str], list[str]]:

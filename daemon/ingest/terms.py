@@ -110,6 +110,7 @@ def specificity(label: str) -> float:
     return max(0.1, min(1.0, (6.5 - zipf(label.casefold())) / 4.0))
 
 
+@lru_cache(maxsize=65536)
 def common_word_reason(label: str, project: str = "") -> str:
     """Why ``label`` names nothing worth a page, or '': a common word of the language, a day,
     a month, a unit, a code token, or a fragment of a phrase. Acronyms and names stay (HEAD,
@@ -280,6 +281,7 @@ def extract_terms(body: str, title: str, sentences: list[str], limit: int = MAX_
     prose = REDACTED_RE.sub(" ", " ".join(sentences))
     tokens = Counter(re.findall(r"[\w+#-]+", prose))
     folded_prose = prose.casefold()
+    tails: dict[str, bool] = {}
     # Capitalised mid-sentence: how a proper name shows itself ("we ran Valgrind"), unlike a
     # word capitalised only because it opens a sentence, a list item or a heading ("Format").
     mid = Counter(word for s in sentences for word in re.findall(r"[\w+#-]+", s)[1:] if word[:1].isupper())
@@ -295,8 +297,11 @@ def extract_terms(body: str, title: str, sentences: list[str], limit: int = MAX_
         key = term_key(label)
         if not key or is_generic_title(key) or common_word_reason(label, project):
             return
-        if " " in label and label.islower() and _inside_longer(label, folded_prose):
-            return  # "line interface" is a piece of "command-line interface"
+        if " " in label and label.islower():
+            if label not in tails:
+                tails[label] = _inside_longer(label, folded_prose)
+            if tails[label]:
+                return  # "line interface" is a piece of "command-line interface"
         if " " not in label and not _name_shaped(label):
             if label[:1].isupper() and (not mid[label] or tokens[label.lower()] >= tokens[label]):
                 # "Drop", "Format", "Default": a plain word that opened a sentence or heading,
@@ -355,12 +360,24 @@ def extract_terms(body: str, title: str, sentences: list[str], limit: int = MAX_
                 if sentence:
                     label = form
                     break
-        if not sentence:
+        if not sentence or _placeholder_word(label, sentence, body):
             continue
         terms.append(Term(key, label, kinds[key], sentence, score))
         if len(terms) >= limit:
             break
     return terms
+
+
+def _placeholder_word(label: str, sentence: str, body: str) -> bool:
+    """An English word met only outside prose: a man page's option argument ("--mode=MODE",
+    "FILE..."), an option list's description ("-c, --count Suppress normal output"). A word
+    in capitals or capitalised is a name only where a whole sentence uses it (the HEAD of a branch)."""
+    if " " in label or re.search(r"[a-z][A-Z]|\d", label) or zipf(label.casefold()) < 3.0:
+        return False
+    if sentence_problem(sentence):
+        return True
+    return label.isupper() and re.search(rf"(?:[=\[<]|--?[\w-]+ ){re.escape(label)}\b|\b{re.escape(label)}\.\.\.",
+                                         body) is not None
 
 
 def _inside_longer(phrase: str, folded_prose: str) -> bool:

@@ -14,6 +14,7 @@ target found by title matching.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 BOILERPLATE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("navigation", re.compile(
@@ -123,15 +124,17 @@ def section_is_boilerplate(heading: str) -> bool:
 
 # -- whole sentences --------------------------------------------------------------------------
 
-_CONSOLE_RE = re.compile(
-    r"^(\$|#|>>>|\.\.\.|%|PS>|C:\\>)\s|^(FAILED|PASSED|ERROR|XFAIL|XPASS|SKIPPED|OK)\b|\w\.py::\w|"
-    r"Traceback \(most recent call last\)|^File \"[^\"]+\", line \d|^\s*at [\w.$<>]+\(|^={3,}|^-{3,}|"
-    r"^\w+(Error|Exception|Warning): |^`[^`]+`\s+<[\w.|]+>|"
-    r"^(sudo|pip3?|npm|apt(-get)?|brew|conda|uv) (install|run|add|-)",
+# Anchored at the start (re.match): one pass per sentence, not one per position.
+_CONSOLE_START_RE = re.compile(
+    r"(?:\$|#|>>>|\.\.\.|%|PS>|C:\\>)\s|(?:FAILED|PASSED|ERROR|XFAIL|XPASS|SKIPPED|OK)\b|"
+    r"File \"[^\"]+\", line \d|\s*at [\w.$<>]+\(|={3,}|-{3,}|\w+(?:Error|Exception|Warning): |`[^`]+`\s+<[\w.|]+>|"
+    r"(?:sudo|pip3?|npm|apt(?:-get)?|brew|conda|uv) (?:install|run|add|-)",
 )
-_LINK_DEFINITION_RE = re.compile(r"^\s*\[[^\]]+\]:\s*\S")
-_MARKUP_RE = re.compile(r"^\.\. [\w:-]+::|(?<![\w`]):[a-z][\w+.-]*:`|\{[a-z][\w+.:-]*\}`|^:[\w -]+:\s|"
-                        r"^\s*```|^\s*\|.*\|\s*$|<[a-zA-Z][^>]*>\s*$")
+_CONSOLE_ANY_RE = re.compile(r"\w\.py::\w|Traceback \(most recent call last\)")
+_LINK_DEFINITION_RE = re.compile(r"\s*\[[^\]]+\]:\s*\S")
+_MARKUP_START_RE = re.compile(r"\.\. [\w:-]+::|:[\w -]+:\s|\s*```|\s*\|.*\|\s*$")
+_MARKUP_ROLE_RE = re.compile(r"(?<![\w`]):[a-z][\w+.-]*:`|\{[a-z][\w+.:-]*\}`")
+_TRAILING_TAG_RE = re.compile(r"<[a-zA-Z][^<>]*>\s*$")
 _CODE_SPAN_RE = re.compile(r"(`+)[^`]+?\1")
 _WHOLE_END_RE = re.compile(r"[.!?][\"'’”)\]`*_]*$")
 _OPENERS = re.compile(r"^[A-Z0-9\"'“‘(\[`*_¡¿]|^[^\x00-\x7f]")
@@ -144,6 +147,7 @@ were be been being has have had do does did can could should would will may migh
 """.split())  # noqa: SIM905 - a word list reads better as prose
 
 
+@lru_cache(maxsize=16384)
 def sentence_problem(sentence: str) -> str:
     """Why ``sentence`` is not a whole sentence of prose, or '' when it is one: "fragment"
     (cut, unbalanced, no sentence end or start), "code" (a command, test or traceback output,
@@ -152,9 +156,10 @@ def sentence_problem(sentence: str) -> str:
     text = sentence.strip()
     if _LINK_DEFINITION_RE.match(text):
         return "link-definition"
-    if _MARKUP_RE.search(text):
+    if _MARKUP_START_RE.match(text) or ("`" in text and _MARKUP_ROLE_RE.search(text)) or (
+            text.endswith(">") and _TRAILING_TAG_RE.search(text)):
         return "markup"
-    if _CONSOLE_RE.search(text):
+    if _CONSOLE_START_RE.match(text) or (("::" in text or "Traceback" in text) and _CONSOLE_ANY_RE.search(text)):
         return "code"
     if sum(text.count(f" {mark} ") for mark in "•|·»") >= 2 or text.count(" / ") >= 3:
         return "menu"  # "English readme • 简体中文 readme • …"
