@@ -125,6 +125,8 @@ class ConceptKeeper:
             disk = self._read(page) if page else None
             if page and disk is None:
                 page = ""  # its page was removed (or never written): make it again
+            if not page and max(m.score for m in mentions) < 1.0:
+                continue  # no source says it in a whole sentence yet: nothing to quote as "What it is"
             if not page:
                 page = self._page_for(term, taken)
                 disk = self._read(page)

@@ -132,7 +132,7 @@ _CONSOLE_START_RE = re.compile(
 )
 _CONSOLE_ANY_RE = re.compile(r"\w\.py::\w|Traceback \(most recent call last\)")
 _LINK_DEFINITION_RE = re.compile(r"\s*\[[^\]]+\]:\s*\S")
-_MARKUP_START_RE = re.compile(r"\.\. [\w:-]+::|:[\w -]+:\s|\s*```|\s*\|.*\|\s*$")
+_MARKUP_START_RE = re.compile(r"\.\. [\w:-]+::|:[\w -]+:\s|\s*```|\s*\|")
 _MARKUP_ROLE_RE = re.compile(r"(?<![\w`]):[a-z][\w+.-]*:`|\{[a-z][\w+.:-]*\}`")
 _TRAILING_TAG_RE = re.compile(r"<[a-zA-Z][^<>]*>\s*$")
 _CODE_SPAN_RE = re.compile(r"(`+)[^`]+?\1")
