@@ -59,9 +59,40 @@ def _read(path: Path) -> bytes:
 
 
 def _name(path: Path, base: Path = DOC) -> str:
+    """``/usr/share/doc/git/README.md`` -> ``git/README.md``: each package's documents in its
+    own folder under raw/, as a person files a project's documents (the folder names the project)."""
     rel = path.relative_to(base).as_posix()
-    name = rel.replace("/", "_")
-    return name[:-3] if name.endswith(".gz") else name
+    return rel[:-3] if rel.endswith(".gz") else rel
+
+
+def _site_packages() -> list[Path]:
+    import sysconfig
+
+    found = [Path(sysconfig.get_paths()["purelib"]), Path("/usr/lib/python3/dist-packages")]
+    return [p for p in dict.fromkeys(found) if p.is_dir()]
+
+
+def package_descriptions(limit: int = 60) -> list[tuple[str, bytes]]:
+    """The long descriptions installed packages carry in ``*.dist-info/METADATA`` (their PyPI
+    page: README, often with the changelog), markdown or reStructuredText, as
+    ``<Name>/README.md`` or ``<Name>/README.rst``."""
+    import email.parser
+
+    found: list[tuple[str, bytes]] = []
+    for site in _site_packages():
+        for meta in sorted(site.glob("*.dist-info/METADATA")):
+            message = email.parser.Parser().parsestr(meta.read_text(encoding="utf-8", errors="replace"))
+            body = message.get_payload() if not message.is_multipart() else ""
+            body = body if isinstance(body, str) and body.strip() else str(message.get("Description") or "")
+            name = str(message.get("Name") or meta.parent.name.split("-")[0])
+            if len(body.strip()) < 400 or name.casefold() in ("wikiwright",):
+                continue
+            kind = str(message.get("Description-Content-Type") or "")
+            suffix = ".md" if "markdown" in kind else ".rst" if "rst" in kind else ".txt"
+            found.append((f"{name}/README{suffix}", body.encode("utf-8")))
+            if len(found) >= limit:
+                return found
+    return found
 
 
 def _docx_from_markdown(text: str) -> bytes:
@@ -169,6 +200,7 @@ def build_mixed(out: Path) -> dict[str, str]:
         if not data.strip() or data in seen:
             return
         seen.add(data)
+        (out / name).parent.mkdir(parents=True, exist_ok=True)
         (out / name).write_bytes(data)
         kinds[name] = kind
 
@@ -180,8 +212,10 @@ def build_mixed(out: Path) -> dict[str, str]:
         put(_name(path), data[:200_000], "text")
     for path in sorted(DOC.glob("*/copyright"))[:10]:
         put(_name(path), _read(path), "text")
+    for name, data in package_descriptions():
+        put(name, data, "markdown" if name.endswith(".md") else "rst" if name.endswith(".rst") else "text")
     for name in MAN_PAGES[:20]:
-        put(f"{name}.1.txt", _man_text(name), "man")
+        put(f"man/{name}.1.txt", _man_text(name), "man")
     htmls = (sorted(DOC.glob("nodejs/api/*.html"))[:14] + sorted(DOC.glob("valgrind/html/*.html"))[:8]
              + sorted(DOC.glob("libxslt1-dev/html/*.html"))[:4] + sorted(DOC.glob("*/*.html"))[:4])
     for path in htmls:
@@ -189,7 +223,7 @@ def build_mixed(out: Path) -> dict[str, str]:
     for path in sorted(DOC.glob("**/*.pdf")):
         put(_name(path), path.read_bytes(), "pdf")
     for name in MAN_PAGES[20:28]:
-        put(f"{name}.1.pdf", _man_pdf(name), "pdf")
+        put(f"man/{name}.1.pdf", _man_pdf(name), "pdf")
     markdown = [p for p in sorted(DOC.glob("*/README.md*")) + sorted(DOC.glob("*/*.md*")) if p.is_file()]
     for path in markdown[:6]:
         put(_name(path).rsplit(".md", 1)[0] + ".docx", _docx_from_markdown(_read(path).decode("utf-8", "replace")),
@@ -199,21 +233,21 @@ def build_mixed(out: Path) -> dict[str, str]:
     for name in MAN_PAGES[28:32]:
         converted = man_page_to_markdown(_man_text(name).decode("utf-8", "replace"))
         if converted:
-            put(f"{name}-tour.pptx", _pptx_from_man(converted[0], name), "pptx")
+            put(f"man/{name}-tour.pptx", _pptx_from_man(converted[0], name), "pptx")
     services = [line.split() for line in Path("/etc/services").read_text().splitlines()
                 if line.strip() and not line.startswith("#")] if Path("/etc/services").exists() else []
     if services:
         rows = [["name", "port/protocol", "aliases"]] + [[r[0], r[1], " ".join(r[2:])] for r in services]
-        put("services.xlsx", _xlsx({"services": rows}, "Network services"), "xlsx")
-        put("services.csv", "\n".join(",".join(r) for r in rows).encode(), "csv")
+        put("tables/services.xlsx", _xlsx({"services": rows}, "Network services"), "xlsx")
+        put("tables/services.csv", "\n".join(",".join(r) for r in rows).encode(), "csv")
     packages = subprocess.run(["dpkg-query", "-W", "-f", "${Package},${Version},${Installed-Size}\n"],
                               capture_output=True, text=True, check=False).stdout
     if packages:
         rows = [["package", "version", "installed size (KiB)"]] + [line.split(",") for line in packages.splitlines()]
-        put("packages.xlsx", _xlsx({"packages": rows}, "Installed packages"), "xlsx")
+        put("tables/packages.xlsx", _xlsx({"packages": rows}, "Installed packages"), "xlsx")
     chapters = [_read(p).decode("utf-8", "replace") for p in sorted(DOC.glob("nodejs/api/*.html"))[14:17]]
     if chapters:
-        put("nodejs-chapters.epub", _epub("Node.js API chapters", chapters), "epub")
+        put("nodejs/nodejs-chapters.epub", _epub("Node.js API chapters", chapters), "epub")
     return kinds
 
 
@@ -234,6 +268,7 @@ def build_scale(out: Path, count: int, avoid: set[str]) -> list[str]:
         if not data.strip() or data in seen:
             continue
         seen.add(data)
+        (out / name).parent.mkdir(parents=True, exist_ok=True)
         (out / name).write_bytes(data)
         names.append(name)
     return names
@@ -292,6 +327,7 @@ class Run:
         took = []
         for name in names:
             target = self.vault.raw / name
+            target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(folder / name, target)
             self.registrar.register(target)
             started = time.perf_counter()
@@ -352,7 +388,7 @@ def quality(run: Run, kinds: dict[str, str]) -> dict[str, Any]:
         if record is None:
             continue
         if record.state == "quarantined":
-            if kind in ("text", "man", "csv"):
+            if kind in ("text", "man", "csv", "markdown", "rst"):
                 quarantined_text.append(f"{name}: {record.reason}")
             continue
         if record.state != "ingested" or not record.page:
@@ -413,7 +449,7 @@ def quality(run: Run, kinds: dict[str, str]) -> dict[str, Any]:
                                                                  "changelog"):
                 generic_targets.add(f"{page} ({title})")
     out["text files quarantined for their extension"] = (len(quarantined_text), quarantined_text[:5])
-    for kind in ("pdf", "docx", "pptx", "html", "xlsx", "csv", "epub", "man", "text"):
+    for kind in ("pdf", "docx", "pptx", "html", "xlsx", "csv", "epub", "man", "text", "markdown", "rst"):
         if total[kind]:
             out[f"{kind} read"] = f"{read[kind]}/{total[kind]}"
     out["titles from a sub-heading while a better exists"] = (len(sub_heading_titles), sub_heading_titles[:5])
@@ -429,6 +465,170 @@ def quality(run: Run, kinds: dict[str, str]) -> dict[str, Any]:
     concept_pages = [n for n, (m, _) in pages.items() if m.get("type") in ("entity", "concept")]
     out["concept/entity pages"] = len(concept_pages)
     return out
+
+
+# -- the words (issue 18): what a reader of the pages sees -----------------------------------------
+
+_HTML_ELEMENTS = frozenset("""
+a abbr address area article aside audio b base bdi bdo blockquote body br button canvas caption cite code col
+colgroup data datalist dd del details dfn dialog div dl dt em embed fieldset figcaption figure footer form h1 h2
+h3 h4 h5 h6 head header hgroup hr html i iframe img input ins kbd label legend li link main map mark menu meta
+meter nav noscript object ol optgroup option output p param picture pre progress q rp rt ruby s samp script
+search section select slot small source span strong style sub summary sup table tbody td template textarea tfoot
+th thead time title tr track u ul var video wbr svg math frame frameset applet base basefont center font marquee
+""".split())  # noqa: SIM905 - a word list reads better as prose
+_DAYS_MONTHS_UNITS = frozenset("""
+monday tuesday wednesday thursday friday saturday sunday mon tue wed thu fri sat sun january february march
+april may june july august september october november december jan feb mar apr jun jul aug sep sept oct nov dec
+b kb mb gb tb kib mib gib bps kbps mbps ms us ns sec min hz khz mhz ghz px pt em dpi fps
+""".split())  # noqa: SIM905 - a word list reads better as prose
+_KP_CODE_RE = re.compile(r"^(\$|>>>|%|#)\s|^(FAILED|PASSED|ERROR)\b|\w\.py::|Traceback \(most recent|"
+                         r"^File \"[^\"]+\", line|^\s*\[[^\]]+\]:\s*\S|^[\w.]+\([^)]*\)\s*$")
+_RAW_MARKUP_RE = re.compile(r"(?<![\w`]):[a-z][\w+.-]*:`|\{[a-z][\w+.:-]*\}`|^\.\. [\w:-]+::|^\s*\.\. [\w:-]+::",
+                            re.MULTILINE)
+
+
+def _bench_fragment(point: str) -> bool:
+    """A key point that is not a whole sentence, judged here independently of the engine's
+    rules: no sentence end, a cut ("…"), unbalanced code spans or brackets, or a start in the
+    middle of a sentence (a lower-case common word)."""
+    from wordfreq import zipf_frequency
+
+    text = point.strip()
+    if not re.search(r"[.!?][\"'’”)\]`*_]*$", text) or text.endswith(("…", "...")):
+        return True
+    if text.count("`") % 2 or text.count("(") < text.count(")") or text.count("[") != text.count("]"):
+        return True
+    first = re.sub(r"^[\"'(*_]+", "", text).split()[0].strip(",;:")
+    return first[:1].islower() and zipf_frequency(first, "en") >= 4.0
+
+
+def _bare_file_name(title: str, name: str) -> bool:
+    from wikiwright.ingest.offline import humanize_file_name
+
+    return title.casefold() in {humanize_file_name(name).casefold(), Path(name).name.casefold(),
+                                Path(name).stem.casefold()}
+
+
+def _sentence_title(title: str) -> bool:
+    words = title.split()
+    return len(words) > 14 or (len(words) >= 4 and bool(re.search(r"[^.][.!?]$", title)))
+
+
+def _index_listed(pages: dict[str, tuple[dict[str, Any], str]]) -> set[str]:
+    """Every page index.md links to, following index pages it links to (one per type)."""
+    listed: set[str] = set()
+    todo = ["index"]
+    by_stem = {name.rsplit("/", 1)[-1].casefold(): name for name in pages}
+    while todo:
+        current = todo.pop()
+        if current in listed or current not in pages:
+            continue
+        listed.add(current)
+        for target in _links(pages[current][1]):
+            page = by_stem.get(target.rsplit("/", 1)[-1].casefold())
+            if page is None or page in listed:
+                continue
+            if pages[page][0].get("type") == "index" or page.rsplit("/", 1)[-1].startswith("index"):
+                todo.append(page)
+            else:
+                listed.add(page)
+    return listed
+
+
+def words_checks(run: Run, kinds: dict[str, str]) -> dict[str, Any]:
+    """The checks of issue 18, on the pages as written."""
+    from wikiwright.intake.extract import read_source
+    from wikiwright.wiki.pages import get_section
+    from wordfreq import zipf_frequency
+
+    pages = _pages(run.vault)
+    records = {f"raw/{n}": run.ledger.get_file(f"raw/{n}") for n in kinds}
+    sources: list[tuple[str, str, dict[str, Any], str]] = []  # (name, page, meta, body)
+    for name in kinds:
+        record = records.get(f"raw/{name}")
+        if record is None or record.state != "ingested" or not record.page or record.page not in pages:
+            continue
+        meta, body = pages[record.page]
+        sources.append((name, record.page, meta, body))
+    titles = Counter(str(meta.get("title") or "").casefold() for _, _, meta, _ in sources)
+    duplicate = [f"{name}: {meta.get('title')}" for name, _, meta, _ in sources
+                 if titles[str(meta.get("title") or "").casefold()] > 1]
+    bare, sentence_titles, markup_pages = [], [], []
+    points = fragments = 0
+    fragment_examples: list[str] = []
+    code_points: list[str] = []
+    removed_non_html: list[str] = []
+    redacted: list[str] = []
+    for name, _page, meta, body in sources:
+        title = str(meta.get("title") or "")
+        if _bare_file_name(title, name):  # read the source again only then (a PDF takes a while)
+            source = read_source(run.vault.raw / name, (run.vault.raw / name).read_bytes())
+            if re.search(r"^# \S", source.text, re.MULTILINE) is not None or bool(source.doc_title.strip()):
+                bare.append(f"{name}: {title}")
+        if _sentence_title(title):
+            sentence_titles.append(f"{name}: {title}")
+        summary = (get_section(body, "Summary") or "").strip()
+        key_points = [line[2:].strip() for line in (get_section(body, "Key points") or "").splitlines()
+                      if line.startswith("- ")]
+        for point in key_points:
+            points += 1
+            if _bench_fragment(point):
+                fragments += 1
+                fragment_examples.append(f"{name}: {point[:70]}")
+            if _KP_CODE_RE.search(point):
+                code_points.append(f"{name}: {point[:70]}")
+        if _RAW_MARKUP_RE.search(summary + "\n" + "\n".join(key_points)):
+            markup_pages.append(name)
+        for line in (get_section(body, "Cleaned") or "").splitlines():
+            tag = re.search(r"removed a `<(\w[\w:-]*)>` element|removed markup nh3 does not allow: `?<([\w@.:-]+)",
+                            line)
+            if tag and (tag.group(1) or tag.group(2) or "").casefold() not in _HTML_ELEMENTS:
+                removed_non_html.append(f"{name}: {line[2:80]}")
+        if "[REDACTED" in body or meta.get("secrets"):
+            redacted.append(f"{name}: {meta.get('secrets')}")
+    concept_pages = [(n, m, b) for n, (m, b) in pages.items() if m.get("type") in ("entity", "concept")]
+    common = []
+    whole_definitions = 0
+    weak_definitions = []
+    for _page, meta, body in concept_pages:
+        title = str(meta.get("title") or "")
+        words = title.split()
+        acronym = re.fullmatch(r"[A-Z][A-Z0-9+#&-]{1,9}", title) is not None
+        if title.casefold() in _DAYS_MONTHS_UNITS or (
+                len(words) == 1 and not acronym and not re.search(r"[a-z][A-Z]|\d", title)
+                and zipf_frequency(title.casefold(), "en") >= 4.3):
+            common.append(title)
+        quote = next((line[2:] for line in (get_section(body, "What it is") or "").splitlines()
+                      if line.startswith("> ") and not line.startswith("> — ")), "")
+        labels = [title, *[str(a) for a in meta.get("aliases") or []]]
+        names_it = any(re.search(rf"(?<![\w-]){re.escape(label)}(?![\w-])", quote, re.IGNORECASE)
+                       for label in labels if label)
+        if quote and names_it and not _bench_fragment(quote) and not _KP_CODE_RE.search(quote):
+            whole_definitions += 1
+        else:
+            weak_definitions.append(f"{title}: {quote[:60]}")
+    listed = _index_listed(pages)
+    missing = [n for n in pages if n not in listed and n not in ("log",) and not n.rsplit("/", 1)[-1].startswith(
+        "index")]
+    total_concepts = len(concept_pages)
+    return {
+        "projects (folders under raw/)": len({name.split("/", 1)[0] for name in kinds if "/" in name}),
+        "duplicate titles (target 0)": (len(duplicate), duplicate[:4]),
+        "bare file-name titles (target 0)": (len(bare), bare[:4]),
+        "sentence titles (target 0)": (len(sentence_titles), sentence_titles[:3]),
+        "key-point fragments (target ≤ 5%)": (
+            f"{fragments}/{points} = {100 * fragments / max(1, points):.1f}%", fragment_examples[:4]),
+        "pages with raw markup (target 0)": (len(markup_pages), markup_pages[:4]),
+        "code or link-definition key points (target 0)": (len(code_points), code_points[:4]),
+        "concept pages titled by a common word/day/month/unit (target 0)": (len(common), common[:8]),
+        "definitions that are whole sentences naming their concept (target ≥ 90%)": (
+            f"{whole_definitions}/{total_concepts} = {100 * whole_definitions / max(1, total_concepts):.0f}%",
+            weak_definitions[:3]),
+        "pages missing from index.md (target 0; the undo helper's part)": (len(missing), missing[:4]),
+        "text removed as non-HTML (target 0; the model helper's part)": (len(removed_non_html), removed_non_html[:3]),
+        "source pages with redactions (only real secrets; the secrets helper's part)": (len(redacted), redacted[:3]),
+    }
 
 
 def graph_check(wiki: Path) -> dict[str, Any]:
@@ -480,6 +680,10 @@ def obsidiantools_check(vault_root: Path, cache: Path) -> dict[str, Any] | str:
 PROBES = 20
 
 
+def _tagged(tag: str, name: str) -> str:
+    return (Path(name).parent / f"{tag}-{Path(name).name}").as_posix()
+
+
 def growth(base: Path, corpus: Path, names: list[str], kinds: dict[str, str], scale: int) -> dict[str, Any]:
     """The same probe documents ingested when the wiki holds 100 sources and again at ``scale``:
     the same work at two wiki sizes, so the ratio is the growth (the rest of the corpus goes
@@ -498,16 +702,17 @@ def growth(base: Path, corpus: Path, names: list[str], kinds: dict[str, str], sc
         for name in probes:
             data = (more / name).read_bytes()
             marker = f"\n\nProbe copy ({tag}).\n".encode()
-            (more / f"{tag}-{name}").write_bytes(data + marker if kinds.get(name, "text") in ("text", "man") else data)
+            copy = more / Path(name).parent / f"{tag}-{Path(name).name}"
+            copy.write_bytes(data + marker if kinds.get(name, "text") in ("text", "man") else data)
     probes = [p for p in probes if kinds.get(p, "text") in ("text", "man")][:PROBES]
     run = Run(base / "grown")
     run.ingest(more, rest[: 100 - len(probes)])
     plan_mark = len(run.plan_seconds)
-    early = run.ingest(more, [f"early-{p}" for p in probes])
+    early = run.ingest(more, [_tagged("early", p) for p in probes])
     early_plan = run.plan_seconds[plan_mark:]
     run.ingest(more, rest[100 - len(probes): scale - 2 * len(probes)])
     plan_mark = len(run.plan_seconds)
-    late = run.ingest(more, [f"late-{p}" for p in probes])
+    late = run.ingest(more, [_tagged("late", p) for p in probes])
     late_plan = run.plan_seconds[plan_mark:]
     total = len(list(run.vault.sources_dir.glob("*.md")))
     rows: dict[str, Any] = {
@@ -522,7 +727,7 @@ def growth(base: Path, corpus: Path, names: list[str], kinds: dict[str, str], sc
         "plan growth (ratio)": f"{statistics.mean(late_plan) / statistics.mean(early_plan):.2f}",
     }
     every = {**kinds, **dict.fromkeys(extra, "text")}
-    every.update({f"{tag}-{p}": "text" for tag in ("early", "late") for p in probes})
+    every.update({_tagged(tag, p): "text" for tag in ("early", "late") for p in probes})
     quality_rows = quality(run, every)
     for key in ("source pages linking to a shared concept/entity page", "links the source's own text does not back",
                 "generic-title pages used as link targets", "concept/entity pages"):
@@ -557,6 +762,73 @@ def quality_run(base: Path, corpus: Path, kinds: dict[str, str], use_obsidiantoo
     rows["ingest seconds per source (median, read+plan+write+commit)"] = f"{statistics.median(took):.3f}"
     rows["of which the offline engine's plan (median)"] = f"{statistics.median(run.plan_seconds):.3f}"
     show(f"Quality on {len(kinds)} real documents (offline engine)", rows)
+    show("The words (issue 18): titles, key points, concepts, definitions", words_checks(run, kinds))
+
+
+def pick(kinds: dict[str, str], limit: int) -> dict[str, str]:
+    """``limit`` documents taken in turn from each kind (a quick run still sees every format
+    and as many projects as it can)."""
+    by_kind: dict[str, list[str]] = {}
+    for name in sorted(kinds):
+        by_kind.setdefault(kinds[name], []).append(name)
+    for names in by_kind.values():  # one document per project first, then the others
+        seen: Counter[str] = Counter()
+        rank = {}
+        for name in names:
+            rank[name] = seen[name.split("/")[0]]
+            seen[name.split("/")[0]] += 1
+        names.sort(key=lambda n: (rank[n], n))
+    chosen: list[str] = []
+    while len(chosen) < limit and any(by_kind.values()):
+        for names in by_kind.values():
+            if names and len(chosen) < limit:
+                chosen.append(names.pop(0))
+    return {name: kinds[name] for name in chosen}
+
+
+def timing_run(base: Path, corpus: Path, kinds: dict[str, str]) -> dict[str, float]:
+    run = Run(base)
+    took = run.ingest(corpus, sorted(kinds))
+    return {"ingest": statistics.median(took), "plan": statistics.median(run.plan_seconds),
+            "ingest_mean": statistics.mean(took), "plan_mean": statistics.mean(run.plan_seconds)}
+
+
+def export_code(ref: str, out: Path) -> Path:
+    """``ref``'s daemon/ and shipped files in ``out``, importable as ``wikiwright`` from ``out/pkg``."""
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref, "daemon", "config", "systemd", "hooks"],
+                             capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(out)], input=archive, check=True)
+    (out / "pkg").mkdir()
+    (out / "pkg" / "wikiwright").symlink_to(out / "daemon")
+    return out / "pkg"
+
+
+def compare(base: Path, corpus: Path, kinds: dict[str, str], ref: str, rounds: int) -> dict[str, Any]:
+    """Ingest time per source of this tree against ``ref``'s code, on the same corpus, in turn
+    (ref, this, ref, this …: both see the same machine load), each in its own process."""
+    code = export_code(ref, base / "ref-code")
+    (base / "kinds.json").write_text(json.dumps(kinds))
+    times: dict[str, list[dict[str, float]]] = {"ref": [], "this": []}
+    for round_ in range(rounds):
+        for label, extra in (("ref", ["--code", str(code)]), ("this", [])):
+            out = subprocess.run([sys.executable, __file__, "--timing-only", "--corpus", str(corpus),
+                                  "--keep", str(base / f"t-{label}-{round_}"), *extra],
+                                 capture_output=True, text=True, check=False)
+            line = next((x for x in out.stdout.splitlines() if x.startswith('{"ingest"')), "")
+            if not line:
+                raise SystemExit(f"timing run failed ({label}): {out.stderr[-2000:]}")
+            times[label].append(json.loads(line))
+    rows: dict[str, Any] = {}
+    for key, what in (("ingest", "ingest s per source, median (read+plan+write+commit)"),
+                      ("plan", "offline engine's plan s per source, median")):
+        ref_value = statistics.median(t[key] for t in times["ref"])
+        this_value = statistics.median(t[key] for t in times["this"])
+        rows[f"{what}: {ref} / this branch"] = f"{ref_value:.3f} / {this_value:.3f}"
+        rows[f"{what}: ratio (target ≤ 1.20 for ingest)"] = f"{this_value / ref_value:.2f}"
+    rows["rounds (each a fresh vault and process)"] = rounds
+    return rows
 
 
 def main() -> int:
@@ -565,18 +837,36 @@ def main() -> int:
     parser.add_argument("--keep", type=Path, help="keep the vaults and the corpus in this folder")
     parser.add_argument("--no-obsidiantools", action="store_true", help="only the built-in graph check")
     parser.add_argument("--growth-only", action="store_true", help="skip the quality run on the mixed corpus")
+    parser.add_argument("--limit", type=int, default=0, help="quick mode: this many documents (e.g. 60)")
+    parser.add_argument("--compare", metavar="REF", help="also time REF's code (e.g. main) on the same corpus")
+    parser.add_argument("--rounds", type=int, default=1, help="timing rounds per side with --compare")
+    parser.add_argument("--corpus", type=Path, help=argparse.SUPPRESS)  # an existing corpus (timing runs)
+    parser.add_argument("--code", type=Path, help=argparse.SUPPRESS)  # import wikiwright from here
+    parser.add_argument("--timing-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.code:
+        sys.path.insert(0, str(args.code))
     base = args.keep or Path(tempfile.mkdtemp(prefix="ww-corpus-"))
     base.mkdir(parents=True, exist_ok=True)
     isolate(base)
-    sys.path.insert(0, str(ROOT))
+    sys.path.insert(1 if args.code else 0, str(ROOT))
+    if args.timing_only:
+        kinds = json.loads((args.corpus.parent / "kinds.json").read_text())
+        print(json.dumps(timing_run(base / "vault", args.corpus, kinds)))
+        return 0
     corpus = base / "corpus"
     shutil.rmtree(corpus, ignore_errors=True)
     kinds = build_mixed(corpus)
+    if args.limit:
+        # Quick mode: no multi-megabyte manual (an all-in-one HTML page takes a minute to read).
+        kinds = pick({n: k for n, k in kinds.items() if (corpus / n).stat().st_size < 1_000_000}, args.limit)
     mix = ", ".join(f"{k} {v}" for k, v in sorted(Counter(kinds.values()).items()))
     print(f"corpus: {len(kinds)} documents from this machine ({mix})")
     if not args.growth_only:
         quality_run(base, corpus, kinds, not args.no_obsidiantools)
+    if args.compare:
+        show(f"Cost: this branch against {args.compare}'s code, same corpus, same run",
+             compare(base, corpus, kinds, args.compare, args.rounds))
     if args.scale:
         grow = growth(base, corpus, sorted(kinds), kinds, args.scale)
         show(f"Growth: ingest time per source without a model, to {args.scale} sources", grow)

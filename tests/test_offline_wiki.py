@@ -102,7 +102,8 @@ def test_generic_words_never_become_link_targets(services: Services) -> None:
             assert link.target.rsplit("/", 1)[-1].casefold() not in generic, (path.name, link.target)
     assert not any((services.vault.wiki / f"{word}-2.md").exists() for word in generic)
     meta, _ = source_page(services, "x.md")
-    assert meta["title"] == "x"  # "Introduction" names no document: the file name
+    # issue 18: the first level-1 heading is the title, a generic one qualified (no project folder: the file name)
+    assert meta["title"] == "x — Introduction"
 
 
 def test_overview_is_kept_by_code_around_a_persons_text(services: Services) -> None:

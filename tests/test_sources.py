@@ -153,7 +153,9 @@ def test_title_rule() -> None:
     assert find_title(body, "text", "", "zstd README") == "zstd README"
     assert find_title("# Zstandard\n\n## Benchmarks\n", "markdown", "meta", "file") == "Zstandard"
     assert find_title("Zstandard\n=========\n", "text", "", "file") == "file"  # setext is read by the extractor
-    assert find_title("# Introduction\n\n## Usage\n", "markdown", "", "libfoo README") == "libfoo README"
+    # issue 18: the first level-1 heading is the title whatever it says; a generic one is
+    # qualified by its project when the page is planned (qualify_title), not replaced by the file name
+    assert find_title("# Introduction\n\n## Usage\n", "markdown", "", "libfoo README") == "Introduction"
     assert find_title("# Notes\n", "markdown", "", "file", {"title": "From front matter"}) == "From front matter"
     # setext and reStructuredText titles become level-1 headings when the text is read
     text = read_source(Path("README"), b"Zstandard\n=========\n\nFast compression.\n\nBuild\n-----\n\nRun make.\n")

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import date
 
 from ..core.vault import Vault
-from ..ingest.terms import Mention, Term, TermIndex, mention_sentence
+from ..ingest.terms import Mention, Term, TermIndex, _definition_score, mention_sentence, specificity
 from ..ingest.textrules import is_generic_title
 from ..wiki.catalog import Catalog
 from ..wiki.pages import FrontMatterError, Page, get_section, parse_page, render_page, set_section, slugify, unique_name
@@ -125,6 +125,8 @@ class ConceptKeeper:
             disk = self._read(page) if page else None
             if page and disk is None:
                 page = ""  # its page was removed (or never written): make it again
+            if not page and max(m.score for m in mentions) < 1.0:
+                continue  # no source says it in a whole sentence yet: nothing to quote as "What it is"
             if not page:
                 page = self._page_for(term, taken)
                 disk = self._read(page)
@@ -245,6 +247,10 @@ class ConceptKeeper:
         if source not in sources:
             meta["sources"] = [*sources, source]
             changed = True
+        upgraded = self._better_definition(body, term, mine, source, meta)
+        if upgraded is not None:
+            body = upgraded
+            changed = True
         aliases = [str(a) for a in meta.get("aliases") or []] if isinstance(meta.get("aliases"), list) else []
         title = str(meta.get("title") or "")
         if (mine is not None and mine.label.casefold() != title.casefold()
@@ -256,6 +262,27 @@ class ConceptKeeper:
         meta["updated"] = today
         parsed.body = body
         return PageChange(page, render_page(parsed), base=disk, reason=f"shared term: {term.label}")
+
+    def _better_definition(self, body: str, term: Term, mine: Mention | None, source: str,
+                           meta: dict[str, object]) -> str | None:
+        """The body with "What it is" quoting this source's sentence, when it defines the term
+        better than the quote there ("CSRF attacks allow …" over "Another big problem is CSRF.");
+        None when it does not, or when the section is not the quote this engine wrote (a
+        person's or a model's text is never replaced)."""
+        if mine is None:
+            return None
+        section = get_section(body, "What it is")
+        match = re.fullmatch(r"## What it is[ \t]*\n\s*> (.*)\n> — \[\[([^\]|]+)\]\]\s*", section or "")
+        if match is None:
+            return None
+        label = str(meta.get("title") or term.label)
+        current = match.group(1)
+        if _definition_score(label, mine.sentence) <= _definition_score(label, current) \
+                or quote_safe(mine.sentence) == current:
+            return None
+        summary = " ".join(mine.sentence.split())
+        meta["summary"] = quote_safe(summary if len(summary) <= 200 else summary[:197].rstrip() + "…")
+        return set_section(body, "What it is", f"## What it is\n\n> {quote_safe(mine.sentence)}\n> — [[{source}]]\n\n")
 
     def _backfill(self, result: ConceptResult, page: str, title: str, mentions: list[Mention], source: str) -> None:
         """Earlier sources that mention a term that just got its page link to it."""
@@ -290,9 +317,11 @@ class ConceptKeeper:
         total_sources = self.index.source_total()
         paged = self.index.paged_count()
         lines.append(f"{total_sources} source(s); {paged} concept and entity page(s) shared by two or more sources.")
-        top = self.index.top_paged(15)
+        # Ranked by how central a term is: how many sources mention it, times how specific it is
+        # (a name or a domain term over a word every text uses).
+        top = sorted(self.index.top_paged(60), key=lambda row: (-row[3] * specificity(row[1]), row[0]))[:15]
         if top:
-            lines += ["", "The main ones, by the number of sources that mention them:", ""]
+            lines += ["", "The main ones, by how many sources mention them and how specific they are:", ""]
             for _key, label, page, count in top:
                 shown = f"[[{page}]]" if label.casefold() == page.casefold() else f"[[{page}|{quote_safe(label)}]]"
                 lines.append(f"- {shown} — {count} sources")

@@ -1,41 +1,47 @@
 """The offline engine's reading of one source: title, summary, key points, parts, dates.
 
-Deterministic and fast, so a crash-and-retry writes the same bytes. The title follows one
-rule (front matter ``title``, else the first level-1 heading, else the document's own title
-metadata, else the file name humanised — never a sub-heading). Summaries and key points come
-from the main content: sections and sentences that :mod:`textrules` calls boilerplate
-(navigation, man-page banners, badges, tables of contents, licence text) are left out, no key
-point repeats another or the summary, and text is kept byte for byte (underscores, asterisks,
-backticks inside words and code are never removed). A long source is read part by part along
-its own headings, and every part is listed: nothing is cut silently.
+Deterministic and fast, so a crash-and-retry writes the same bytes. Markdown is read by a
+CommonMark parser (markdown-it-py): a list item with its continuation lines, a nested item, a
+paragraph are units; code blocks, HTML blocks, tables and link-reference definitions are never
+prose. Sentences are cut by sentencex, never inside a code span, a version number or a dotted
+name. The title follows one rule (front matter ``title``, else the first level-1 heading
+whatever it says, else the document's own title metadata, else the file name humanised — never
+a sub-heading or a sentence); :func:`qualify_title` adds the project to a generic or shared
+one. Summaries and key points are whole sentences of the main content (:mod:`textrules` says
+what is boilerplate and what is not a sentence), no key point repeats another or the summary,
+and text is kept byte for byte (underscores, asterisks, backticks are never removed). A
+changelog is summarised as one: its newest entry and what changed in it. A long source is read
+part by part along its own headings, and every part is listed: nothing is cut silently.
 """
 
 from __future__ import annotations
 
+import bisect
+import logging
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import frontmatter
+import sentencex
 import yaml
+from markdown_it import MarkdownIt
 
 from ..ingest.pagesafety import safe_digest, safety_lines
-from ..ingest.textrules import boilerplate_rule, is_generic_title, section_is_boilerplate
+from ..ingest.textrules import boilerplate_rule, is_generic_title, section_is_boilerplate, sentence_problem
 from ..wiki.pages import Page, render_page
 from ..wiki.sanitize import code_span
 
+log = logging.getLogger(__name__)
+
 ENGINE_NAME = "offline"
 
-_SENTENCE_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[`*_])")
-# A sentence may also start in lower case ("zlib is …") after a full word, never after these.
-_LOWER_START_RE = re.compile(r"(?<=[a-z0-9)\]`'\"][.!?])\s+(?=[a-z])")
-_ABBREVIATIONS = frozenset(
-    ["e.g", "i.e", "etc", "vs", "cf", "al", "approx", "ca", "no", "fig", "resp", "incl", "esp", "viz"])
 _WORD_RE = re.compile(r"[A-Za-zÀ-ÿ][A-Za-zÀ-ÿ'-]+")
-_HEADING_RE = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
 _TOC_HEADING_RE = re.compile(r"(table of )?contents|toc|on this page", re.IGNORECASE)
 _MONTHS = (
     "January|February|March|April|May|June|July|August|September|October|November|December|"
@@ -59,6 +65,8 @@ _STOPWORDS = frozenset(
     """.split()  # noqa: SIM905 - a word list reads better as prose
 )
 MAX_SENTENCE = 300
+PARSE_LIMIT = 400_000  # characters of one text read as blocks; past that, headings only
+_ATX_RE = re.compile(r"^ {0,3}(#{1,6})\s+(.+?)(?:\s+#+)?\s*$")
 # A source longer than this (characters of body) is summarised part by part.
 LONG_SOURCE = 12_000
 MAX_PARTS = 60
@@ -78,89 +86,158 @@ class SourceDigest:
     body: str = ""  # the text without front matter
 
 
-# -- structure -------------------------------------------------------------------------------
+# -- structure: markdown read by a CommonMark parser ------------------------------------------
 
-def _fence_mask(lines: list[str]) -> list[bool]:
-    """True for lines inside fenced code blocks (and the fences themselves)."""
-    mask, in_fence, marker = [], False, ""
-    for line in lines:
-        stripped = line.lstrip()
-        if not in_fence and stripped.startswith(("```", "~~~")):
-            in_fence, marker = True, stripped[:3]
-            mask.append(True)
-            continue
-        if in_fence:
-            mask.append(True)
-            if stripped.startswith(marker):
-                in_fence = False
-            continue
-        mask.append(False)
-    return mask
+@dataclass(frozen=True)
+class Block:
+    """One unit of a document: a heading, a paragraph or a list item (with its continuation
+    lines), as markdown-it-py parses it. ``text`` is the inline source, lines joined."""
+
+    kind: str  # heading | para | item
+    level: int  # a heading's level, else the list depth (0 outside lists)
+    text: str
+    line: int  # first line in the source text (0-based)
 
 
-def headings(text: str) -> list[tuple[int, str]]:
-    """(level, text) of every ATX heading outside code fences, in order."""
-    lines = text.splitlines()
-    found = []
-    for line, fenced in zip(lines, _fence_mask(lines), strict=True):
-        match = None if fenced else _HEADING_RE.match(line)
-        if match:
-            found.append((len(match.group(1)), match.group(2).strip().rstrip("#").strip()))
-    return found
+def _parser(kind: str) -> MarkdownIt:
+    parser = MarkdownIt("commonmark", {"html": True}).enable("table")
+    # Blocks are all we read (a block's inline source is its text): inline parsing would double
+    # the cost for nothing.
+    parser.core.ruler.disable(["inline", "text_join"])
+    if kind == "text":
+        # Plain text reaches us with its setext/reST titles already made "#" headings by the
+        # extractor; an underline here is a rule or a table border, not a heading.
+        parser.disable("lheading")
+    return parser
 
 
-def main_content(text: str) -> str:
-    """The text without fenced code, tables, HTML comments, images and badge lines, and
-    without sections whose heading marks them as boilerplate (License, Contents, …)."""
-    lines = text.splitlines()
-    out: list[str] = []
+_PARSERS = {"text": _parser("text"), "markdown": _parser("markdown")}
+
+
+@lru_cache(maxsize=8)
+def blocks(text: str, kind: str = "markdown") -> tuple[Block, ...]:
+    """Headings, paragraphs and list items outside code, HTML blocks and tables, in order.
+
+    Link-reference definitions are not blocks (the parser takes them out), a list item is one
+    unit however its lines wrap, and a nested item is its own unit."""
+    parser = _PARSERS["text" if kind == "text" else "markdown"]
+    rest = ""
+    if len(text) > PARSE_LIMIT:
+        # A very long text (an "all in one page" manual): its first PARSE_LIMIT characters are
+        # read as blocks, the rest for its headings only, so every part is still listed.
+        cut = text.rfind("\n\n", 0, PARSE_LIMIT)
+        cut = cut if cut > PARSE_LIMIT // 2 else PARSE_LIMIT
+        text, rest = text[:cut], text[cut:]
+    try:
+        tokens = parser.parse(text)
+    except Exception:  # the parser never raises on text; a bug there must not cost the source
+        log.warning("markdown parser failed; reading the text as paragraphs", exc_info=True)
+        return tuple(Block("para", 0, " ".join(p.split()), 0) for p in re.split(r"\n\s*\n", text) if p.strip())
+    found: list[Block] = []
+    depth = 0
+    in_table = 0
+    heading_level = 0
+    for token in tokens:
+        kind_ = token.type
+        if kind_ == "table_open":
+            in_table += 1
+        elif kind_ == "table_close":
+            in_table -= 1
+        elif kind_ == "list_item_open":
+            depth += 1
+        elif kind_ == "list_item_close":
+            depth -= 1
+        elif kind_ == "heading_open":
+            heading_level = int(token.tag[1:])
+        elif kind_ == "heading_close":
+            heading_level = 0
+        elif kind_ == "inline" and not in_table:
+            line = token.map[0] if token.map else 0
+            flat = " ".join(token.content.split())
+            if not flat:
+                continue
+            if heading_level:
+                found.append(Block("heading", heading_level, flat, line))
+            else:
+                found.append(Block("item" if depth else "para", depth, flat, line))
+    if rest:
+        offset = text.count("\n")
+        in_fence = False
+        for number, line_text in enumerate(rest.split("\n")):
+            if line_text.lstrip().startswith(("```", "~~~")):
+                in_fence = not in_fence
+            heading = None if in_fence else _ATX_RE.match(line_text)
+            if heading:
+                found.append(Block("heading", len(heading.group(1)), heading.group(2), offset + number))
+    return tuple(found)
+
+
+def headings(text: str, kind: str = "markdown") -> list[tuple[int, str]]:
+    """(level, text) of every heading outside code, in order."""
+    return [(b.level, b.text) for b in blocks(text, kind) if b.kind == "heading"]
+
+
+def main_blocks(text: str, kind: str = "markdown") -> list[Block]:
+    """The paragraphs and list items of the main content: without sections whose heading marks
+    them as boilerplate (License, Contents, …), a table of contents, badge and image lines."""
+    out: list[Block] = []
     skip_level = 0
     in_toc = False
-    text_mask = _fence_mask(lines)
-    in_comment = False
-    for line, fenced in zip(lines, text_mask, strict=True):
-        if fenced:
-            out.append("")
-            continue
-        if in_comment or line.lstrip().startswith("<!--"):
-            in_comment = "-->" not in line
-            out.append("")
-            continue
-        heading = _HEADING_RE.match(line)
-        if heading:
-            level = len(heading.group(1))
-            if skip_level and level > skip_level:
-                out.append("")
+    for block in blocks(text, kind):
+        if block.kind == "heading":
+            if skip_level and block.level > skip_level:
                 continue
-            skip_level = level if section_is_boilerplate(heading.group(2)) else 0
-            in_toc = bool(skip_level) and _TOC_HEADING_RE.match(heading.group(2).strip()) is not None
-            out.append("")
+            skip_level = block.level if section_is_boilerplate(block.text) else 0
+            in_toc = bool(skip_level) and _TOC_HEADING_RE.match(block.text.strip()) is not None
             continue
-        if skip_level and in_toc and line.strip() and not re.match(r"\s*([-*+]|\d+[.)])\s|\s*\[", line):
+        if skip_level and in_toc and block.kind == "para" and not block.text.startswith("["):
             skip_level = 0  # a table of contents ends where prose starts, heading or not
         if skip_level:
-            out.append("")
             continue
-        stripped = line.strip()
-        if stripped.startswith(("|", "---", "===", "***", "<")) or re.fullmatch(r"[-=_*~#+. ]+", stripped or "x"):
-            out.append("")
-            continue
-        if re.search(r"!\[[^\]]*\]\([^)]*\)", stripped) and not re.sub(r"\[?!\[[^\]]*\]\([^)]*\)\]?(\([^)]*\))?", "",
-                                                                       stripped).strip():
-            out.append("")  # an image or badge line
-            continue
-        out.append(line)
-    return "\n".join(out)
+        if _IMAGE_RE.search(block.text) and not _IMAGE_LINE_RE.sub("", block.text).strip():
+            continue  # an image or badge line
+        out.append(block)
+    return out
 
 
-def _plain_line(line: str) -> str:
-    """A prose line for sentence extraction: list markers and link targets dropped, every
-    other character (underscores, asterisks, backticks) kept as it is."""
-    stripped = re.sub(r"^\s*([-*+]|\d+[.)])\s+", "", line.strip())
-    stripped = re.sub(r"!?\[\[([^\]|]+)(?:\|([^\]]+))?\]\]", lambda m: m.group(2) or m.group(1), stripped)
-    stripped = re.sub(r"!\[[^\]]*\]\([^)]*\)", "", stripped)
-    stripped = re.sub(r"\[([^\]]+)\]\((?:[^()\s]|\([^()]*\))*\)", r"\1", stripped)
-    return re.sub(r"\\([\[\]_*#<>])", r"\1", stripped)  # markdown escapes (trafilatura adds them)
+def main_content(text: str, kind: str = "markdown") -> str:
+    """The main content's paragraphs and items, one per line (boilerplate sections left out)."""
+    return "\n\n".join(b.text for b in main_blocks(text, kind))
+
+
+_IMAGE_RE = re.compile(r"!\[[^\]]*\]\([^)]*\)")
+_IMAGE_LINE_RE = re.compile(r"\[?!\[[^\]]*\]\([^)]*\)\]?(\([^)]*\))?")
+_ROLE_RE = re.compile(r"(?<![\w`]):(?:[a-zA-Z][\w+.-]*:)?[a-zA-Z][\w+.-]*:`([^`]+)`")
+_MYST_ROLE_RE = re.compile(r"\{[a-zA-Z][\w+.:-]*\}`([^`]+)`")
+_ROLE_TARGET_RE = re.compile(r"^(.*?)\s*<[^<>]+>$")
+
+
+_REFERENCE_ROLES = re.compile(r"[:{](issue|issues|pr|pull|gh|bug|user|commit|ghsa|cve|sha)[:}]", re.IGNORECASE)
+
+
+def _role_text(match: re.Match[str]) -> str:
+    """``:ref:`the guide <guide>``` -> ``the guide``; ``:func:`open``` -> ``open``; a tracker
+    reference (``:issue:`123```) is dropped: a Sphinx or MyST role left in the text (an extractor
+    that did not render it) reads as its words."""
+    if _REFERENCE_ROLES.match(match.group(0)):
+        return ""
+    inner = match.group(1).strip()
+    target = _ROLE_TARGET_RE.match(inner)
+    inner = target.group(1) if target and target.group(1) else inner
+    return inner.lstrip("~!")
+
+
+def plain_inline(text: str) -> str:
+    """Inline markdown as prose: links as their text, images dropped, roles as their words;
+    every other character (underscores, asterisks, backticks) kept as it is."""
+    text = re.sub(r"!?\[\[([^\]|]+)(?:\|([^\]]+))?\]\]", lambda m: m.group(2) or m.group(1), text)
+    text = _IMAGE_RE.sub("", text)
+    text = re.sub(r"\[([^\]]+)\]\((?:[^()\s]|\([^()]*\))*(?:\s+\"[^\"]*\")?\)", r"\1", text)
+    text = re.sub(r"\[([^\]]+)\]\[[^\]]*\]", r"\1", text)  # reference links
+    text = re.sub(r"<(https?://[^>\s]+)>", r"\1", text)  # autolinks
+    text = _ROLE_RE.sub(_role_text, text)
+    text = _MYST_ROLE_RE.sub(_role_text, text)
+    return re.sub(r"\\([\[\]_*#<>`\\])", r"\1", text)  # markdown escapes (trafilatura adds them)
 
 
 def _close_markup(cut: str) -> str:
@@ -172,44 +249,53 @@ def _close_markup(cut: str) -> str:
     return cut
 
 
+# Spans a sentence never ends inside: code spans, and words with inner dots (versions 1.2.3,
+# file names, dotted identifiers flask.Flask.g, URLs), each without its sentence's own full stop.
+_PROTECT_RE = re.compile(r"(`+)[^`]+?\1|[^\s`]*\w[.:/]\w[^\s`]*?(?=[.,;:!?)\]\"']*(?:\s|$))")
+_PLACE = "\ue000{}\ue001"
+_PLACE_RE = re.compile("\ue000(\\d+)\ue001")
+
+
 def sentence_split(flat: str) -> list[str]:
-    """One paragraph (on one line) cut into sentences."""
-    pieces: list[str] = []
-    for chunk in _SENTENCE_RE.split(flat):
-        start = 0
-        for match in _LOWER_START_RE.finditer(chunk):
-            before = chunk[start:match.start()].rsplit(" ", 1)[-1].rstrip(".!?").casefold()
-            if before in _ABBREVIATIONS or len(before) <= 1 or "." in before:
-                continue  # "e.g. foo", "v. 2", "libc.so. the" are not sentence ends
-            pieces.append(chunk[start:match.start()])
-            start = match.end()
-        pieces.append(chunk[start:])
-    return pieces
+    """One paragraph (on one line) cut into sentences by sentencex (abbreviations, initials,
+    numbers), never inside a code span, a version number or a dotted name."""
+    kept: list[str] = []
+
+    def protect(match: re.Match[str]) -> str:
+        if len(match.group(0)) < 4 and not re.search(r"\d", match.group(0)):
+            return match.group(0)  # "e.g", "i.e": abbreviations, which the segmenter knows
+        kept.append(match.group(0))
+        return _PLACE.format(len(kept) - 1)
+
+    masked = _PROTECT_RE.sub(protect, flat)
+    if not re.search(r"[.!?]\s", masked):
+        return [flat]  # one sentence: the segmenter has nothing to do
+    pieces = [p.strip() for p in sentencex.segment("en", masked) if p.strip()]
+    return [_PLACE_RE.sub(lambda m: kept[int(m.group(1))], p) for p in pieces] or [flat]
 
 
-def split_sentences(text: str) -> list[str]:
+def split_sentences(text: str, kind: str = "markdown") -> list[str]:
     """Main-content sentences, boilerplate left out, each at most ``MAX_SENTENCE`` long."""
-    sentences: list[str] = []
-    for paragraph in re.split(r"\n\s*\n", main_content(text)):
-        lines = [_plain_line(line) for line in paragraph.splitlines() if line.strip()]
-        # A list is one item per line; prose wraps across lines.
-        items = lines if sum(1 for line in paragraph.splitlines() if re.match(r"\s*([-*+]|\d+[.)])\s", line)) > 1 \
-            else [" ".join(lines)]
-        for item in items:
-            flat = " ".join(item.split())
-            if not flat:
+    return [s for _, s in _block_sentences(text, kind)]
+
+
+def _block_sentences(text: str, kind: str = "markdown") -> list[tuple[Block, str]]:
+    out: list[tuple[Block, str]] = []
+    for block in main_blocks(text, kind):
+        flat = " ".join(plain_inline(block.text).split())
+        if not flat:
+            continue
+        for sentence in sentence_split(flat):
+            sentence = sentence.strip()
+            if len(sentence) < 12 or len(_WORD_RE.findall(sentence)) < 3:
                 continue
-            for sentence in sentence_split(flat):
-                sentence = sentence.strip()
-                if len(sentence) < 12 or len(_WORD_RE.findall(sentence)) < 3:
-                    continue
-                if boilerplate_rule(sentence):
-                    continue
-                if len(sentence) > MAX_SENTENCE:
-                    cut = sentence[: MAX_SENTENCE - 1].rsplit(" ", 1)[0]
-                    sentence = _close_markup(cut) + "…"
-                sentences.append(sentence)
-    return sentences
+            if boilerplate_rule(sentence):
+                continue
+            if len(sentence) > MAX_SENTENCE:
+                cut = sentence[: MAX_SENTENCE - 1].rsplit(" ", 1)[0]
+                sentence = _close_markup(cut) + "…"
+            out.append((block, sentence))
+    return out
 
 
 def source_properties(text: str, kind: str) -> tuple[dict[str, Any], str]:
@@ -237,10 +323,9 @@ def humanize_file_name(path: str) -> str:
         name = name[: -len(suffix)]
     return " ".join(name.replace("_", " ").split()) or Path(path).name
 
-
 def _clean_heading(text: str) -> str:
     text = re.sub(r"\s*\{#[^}]*\}\s*$", "", text)  # {#anchor}
-    text = text.strip().rstrip("#").strip()
+    text = plain_inline(text.strip().rstrip("#").strip())
     return " ".join(text.split())
 
 
@@ -251,23 +336,82 @@ def _site_banner(h1: str, doc_title: str) -> bool:
     return len(segments) > 1 and h1.casefold() in segments[1:]
 
 
+def sentence_like(title: str) -> bool:
+    """A "title" that is a sentence of the text (a PDF's bold line, a definition list's first
+    entry): it ends as a sentence does and has several words, or it is long."""
+    words = title.split()
+    if len(words) > 14:
+        return True
+    return len(words) >= 4 and bool(re.search(r"[^.][.!?]$|[.!?][\"')]$", title)) and not title.endswith("...")
+
+
 def find_title(text: str, kind: str, doc_title: str, fallback: str, meta: dict[str, Any] | None = None) -> str:
-    """Front matter ``title``; else the first level-1 heading; else the document's own title
+    """Front matter ``title``; else the first level-1 heading, whatever it says ("Quickstart",
+    "Changelog": :func:`qualify_title` adds the project); else the document's own title
     metadata (PDF/DOCX/HTML <title>, a man page's NAME); else ``fallback`` (the file name
-    humanised). Never a sub-heading."""
+    humanised). Never a sub-heading, never a sentence."""
     declared = (meta or {}).get("title")
     if isinstance(declared, str) and declared.strip():
         return " ".join(declared.split())[:120]
-    # A level-1 heading that is only a generic word ("Introduction", "README") names no document.
-    first_h1 = next((_clean_heading(h) for level, h in headings(text)
-                     if level == 1 and _clean_heading(h) and not is_generic_title(_clean_heading(h))), "")
+    first_h1 = next((_clean_heading(h) for level, h in headings(text, "text" if kind == "text" else "markdown")
+                     if level == 1 and _clean_heading(h) and not sentence_like(_clean_heading(h))
+                     and not _generated_banner(_clean_heading(h))), "")
     if first_h1:
         if kind == "html" and doc_title and _site_banner(first_h1, doc_title):
             return re.split(r"\s+[|—–·:-]\s+", doc_title)[0].strip()[:120]
         return first_h1[:120]
-    if doc_title.strip() and not _junk_metadata_title(doc_title):
+    if doc_title.strip() and not _junk_metadata_title(doc_title) and not sentence_like(doc_title):
         return " ".join(doc_title.split())[:120]
     return fallback[:120]
+
+
+def project_of(path: str) -> str:
+    """The project a source belongs to: the nearest folder under raw/ that names something
+    ("raw/flask/docs/quickstart.md" -> "Flask"), or ''."""
+    parts = Path(path).parts
+    folders = list(parts[1:-1]) if parts[:1] == ("raw",) else list(parts[:-1])
+    for folder in reversed(folders):
+        name = " ".join(folder.replace("_", " ").split())
+        if name and not is_generic_title(name) and name.casefold() not in _PLAIN_FOLDERS:
+            return name[:1].upper() + name[1:] if name.islower() else name
+    return ""
+
+
+_PLAIN_FOLDERS = frozenset((
+    "doc", "docs", "src", "html", "htm", "api", "raw", "inbox", "files", "dist", "site", "www", "pdf", "txt", "md",
+    "rst", "text", "en", "us", "en_us", "user", "guide", "guides", "man", "man1", "man5", "man8", "tmp"))
+
+
+def qualify_title(title: str, path: str, taken: Callable[[str], bool]) -> str:
+    """A title that is generic ("Quickstart", "README") or that another source already has is
+    qualified by its project ("Flask — Quickstart"); if that is taken too, by its folder
+    path, and as a last resort by a number. ``taken``: is this title another source's?"""
+    project = project_of(path)
+    stem = humanize_file_name(path)
+    generic = is_generic_title(title)
+    candidates = [] if generic else [title]
+    if project and project.casefold() not in title.casefold():
+        candidates.append(f"{project} — {title}")
+    elif project or stem.casefold() in title.casefold():
+        candidates.append(f"{title} ({stem})" if stem.casefold() not in title.casefold() else title)
+    else:
+        candidates.append(f"{stem} — {title}" if generic else f"{title} ({stem})")
+    folder = "/".join(Path(path).parts[1:-1])
+    if folder:
+        candidates.append(f"{candidates[-1] if candidates else title} ({folder})")
+    for candidate in candidates:
+        if not taken(candidate):
+            return candidate
+    base = candidates[-1] if candidates else title
+    number = 2
+    while taken(f"{base} ({number})"):
+        number += 1
+    return f"{base} ({number})"
+
+
+def _generated_banner(title: str) -> bool:
+    """A first line a tool wrote ("This file was automatically generated by the …")."""
+    return re.search(r"\bgenerated by\b|^this (file|document|page) (was|is) ", title, re.IGNORECASE) is not None
 
 
 def _junk_metadata_title(title: str) -> bool:
@@ -292,38 +436,88 @@ def find_dates(text: str, limit: int = 12) -> list[str]:
             found.setdefault(value, None)
     return list(found)[:limit]
 
-
-def _outline(text: str, title: str, limit: int = 12) -> list[str]:
+def _outline(text: str, title: str, kind: str = "markdown", limit: int = 12) -> list[str]:
     heads = []
-    for level, heading in headings(text):
+    for level, heading in headings(text, kind):
         heading = _clean_heading(heading)
         if level in (2, 3) and heading and heading != title:
             heads.append(("  " if level == 3 else "") + heading)
     return heads[:limit]
 
 
-def split_parts(text: str) -> list[tuple[str, str]]:
-    """A long text cut along its own structure: (heading, text) at its top heading level
-    that repeats (chapters), the text before the first heading as ''."""
-    found = headings(text)
-    levels = Counter(level for level, _ in found)
-    top = next((level for level in sorted(levels) if levels[level] >= 2), 0)
-    if not top:
-        return [("", text)]
-    parts: list[tuple[str, str]] = []
-    current, lines = "", list[str]()
-    mask = _fence_mask(text.splitlines())
-    for line, fenced in zip(text.splitlines(), mask, strict=True):
-        match = None if fenced else _HEADING_RE.match(line)
-        if match and len(match.group(1)) == top:
-            if "\n".join(lines).strip():
-                parts.append((current, "\n".join(lines)))
-            current, lines = _clean_heading(match.group(2)), []
+# -- changelogs --------------------------------------------------------------------------------
+
+_VERSION_HEADING_RE = re.compile(
+    r"^[\W_]*(?:(?:version|release|v)\s*|[\w.-]+\s+(?:v(?:ersion)?\s*)?)?(?P<v>\d+(?:\.\d+)+[\w.+-]*)\S*"
+    # what follows a version: nothing, a date, "(…)", "- …", "released …" — not words ("1.1. Version")
+    rf"(?:\s*$|\s*[(\[–—:-]|\s+(?:un)?released\b|\s+\d{{4}}|\s+(?:{_MONTHS})\b)", re.IGNORECASE)
+_CHANGELOG_NAME_RE = re.compile(r"change ?log|\bchanges\b|\bhistory\b|\bnews\b|release ?notes|what'?s ?new",
+                                re.IGNORECASE)
+_DEBIAN_ENTRY_RE = re.compile(r"^(\S+) \(([^)\s]+)\) [^;\n]+; *urgency=\S+\s*$", re.MULTILINE)
+
+
+def _as_sentence(text: str) -> str:
+    text = " ".join(plain_inline(text).split()).rstrip(" ;,")
+    if text and not re.search(r"[.!?][\"')`*]*$", text):
+        text += "."
+    return text
+
+
+def changelog_digest(body: str, kind: str, title: str, name: str) -> tuple[list[str], list[str]] | None:
+    """A changelog read as one: (summary sentences, key points) naming the newest version,
+    when it was released and what changed in it; None when ``body`` is not a changelog."""
+    debian = _DEBIAN_ENTRY_RE.search(body)
+    if debian:
+        end = body.find("\n -- ", debian.end())
+        entry = body[debian.end(): end if end != -1 else len(body)]
+        trailer = body[end + 5: body.find("\n", end + 5)] if end != -1 else ""
+        when = next(iter(find_dates(trailer, 1)), "")
+        released = re.search(r">\s+(.+)$", trailer)
+        items = [" ".join(m.group(1).split()) for m in
+                 re.finditer(r"^\s{2,}[*+-] (.+(?:\n\s{4,}(?![*+-] )\S.*)*)", entry, re.MULTILINE)]
+        version, package = debian.group(2), debian.group(1)
+        stamp = when or (released.group(1).strip() if released else "")
+        date_part = f" (released {stamp})" if stamp else ""
+        return _changelog_result(f"{package} {version}", date_part, items)
+    named = _CHANGELOG_NAME_RE.search(f"{title} {name}") is not None
+    every = [b for b in blocks(body, kind) if b.kind == "heading"]
+    # A version heading opens with its version ("3.1.0", "Version 3.1.0", "v2.0 (2024-01-02)",
+    # "[1.2.0] - 2024-05-01", "flask 2.0.1"); an API manual's "v8.getHeapStatistics()" does not.
+    heads = [b for b in every if _VERSION_HEADING_RE.match(plain_inline(b.text))]
+    if len(heads) < 2 or not (named or (len(heads) >= 3 and len(heads) * 2 >= len(every))):
+        return None
+    newest = heads[0]
+    items = []
+    started = False
+    lead = ""
+    for block in blocks(body, kind):
+        if block is newest:
+            started = True
             continue
-        lines.append(line)
-    if "\n".join(lines).strip() or current:
-        parts.append((current, "\n".join(lines)))
-    return parts
+        if not started:
+            continue
+        if block.kind == "heading":
+            if block.level <= newest.level:
+                break
+            continue
+        if block.kind == "item" and block.level == 1:
+            items.append(block.text)
+        elif block.kind == "para" and not items and not lead:
+            lead = block.text
+    version = _VERSION_HEADING_RE.match(plain_inline(newest.text))
+    number = version.group("v").rstrip(".-") if version else newest.text
+    when = next(iter(find_dates(newest.text + " " + lead, 1)), "")
+    if not when and re.search(r"\bunreleased\b", newest.text + " " + lead, re.IGNORECASE):
+        when = "unreleased"
+    date_part = "" if not when else " (not released yet)" if when == "unreleased" else f" (released {when})"
+    return _changelog_result(f"version {number}", date_part, items)
+
+
+def _changelog_result(newest: str, date_part: str, items: list[str]) -> tuple[list[str], list[str]]:
+    changes = [s for s in (_as_sentence(item) for item in items) if len(_WORD_RE.findall(s)) >= 2]
+    count = f", with {len(changes)} change{'s' if len(changes) != 1 else ''} listed" if changes else ""
+    summary = [f"A changelog; the newest entry is {newest}{date_part}{count}."]
+    return summary, changes
 
 
 # -- the digest -----------------------------------------------------------------------------------
@@ -354,13 +548,35 @@ def licence_only_summary(text: str) -> str:
     return f"Copyright and licence terms{what}{listed}."
 
 
+def _parts(body: str, kind: str, pairs: list[tuple[Block, str]]) -> list[tuple[str, str]]:
+    """A long text along its own structure: (heading, first sentence) at its top heading level
+    that repeats (chapters), the text before the first heading as '(opening)'."""
+    heads = [b for b in blocks(body, kind) if b.kind == "heading"]
+    levels = Counter(b.level for b in heads)
+    top = next((level for level in sorted(levels) if levels[level] >= 2), 0)
+    if not top:
+        return []
+    starts = [b.line for b in heads if b.level == top]
+    names = ["(opening)"] + [_clean_heading(b.text) or "(untitled)" for b in heads if b.level == top]
+    first: dict[int, str] = {}
+    for block, sentence in pairs:
+        first.setdefault(bisect.bisect_right(starts, block.line), sentence)
+    opening_text = any(b.line < starts[0] for b in blocks(body, kind) if b.kind != "heading")
+    return [(name, first.get(i, "")) for i, name in enumerate(names) if i or opening_text]
+
+
 def digest(text: str, kind: str, doc_title: str, fallback_title: str, summary_sentences: int,
            key_points: int) -> SourceDigest:
-    """Extractive summary: lead sentences of the main content, then the most representative others."""
+    """Extractive summary: lead sentences of the main prose, then the most representative
+    others; only whole sentences (never a fragment, code, a link definition or a menu: see
+    :func:`textrules.sentence_problem`). A changelog is summarised as a changelog."""
     meta, body = source_properties(text, kind)
+    read_as = "text" if kind == "text" else "markdown"
     title = find_title(body, kind, doc_title, fallback_title, meta)
-    sentences = split_sentences(body)
-    words = [w.lower() for w in _WORD_RE.findall(" ".join(sentences))]
+    pairs = _block_sentences(body, read_as)
+    sentences = [s for _, s in pairs]
+    whole = [s for s in sentences if not sentence_problem(s)]
+    words = [w.lower() for w in _WORD_RE.findall(" ".join(whole))]
     freq = Counter(w for w in words if w not in _STOPWORDS and len(w) > 2)
     top = freq.most_common(1)[0][1] if freq else 1
 
@@ -373,30 +589,33 @@ def digest(text: str, kind: str, doc_title: str, fallback_title: str, summary_se
         return weight + (0.3 if index == 0 else 0.0) + (0.1 if re.search(r"\d", sentence) else 0.0)
 
     summary: list[str] = []
-    # Prose first: sentences that end as sentences do (a title page's lines or a list of names do not).
-    prose = [s for s in sentences if s.endswith((".", "!", "?", "…", ".)", '."'))] or sentences
-    for sentence in prose:
-        if len(summary) >= summary_sentences:
-            break
-        if not _near_duplicate(sentence, summary):
-            summary.append(sentence)
-    chosen = set(summary)
-    rest = [(i, s) for i, s in enumerate(sentences) if s not in chosen]
     points: list[tuple[int, str]] = []
-    for index, sentence in sorted(rest, key=score, reverse=True):
-        if len(points) >= max(0, key_points):
-            break
-        if not _near_duplicate(sentence, summary + [p for _, p in points]):
-            points.append((index, sentence))
+    changelog = changelog_digest(body, read_as, title, fallback_title)
+    if changelog is not None:
+        summary, changes = changelog
+        changes = [c for c in changes if sentence_problem(c) not in ("code", "link-definition", "markup")]
+        points = list(enumerate(changes[: max(0, key_points)]))
+    else:
+        for sentence in whole:
+            if len(summary) >= summary_sentences:
+                break
+            if not _near_duplicate(sentence, summary):
+                summary.append(sentence)
+        chosen = set(summary)
+        rest = [(i, s) for i, s in enumerate(whole) if s not in chosen]
+        for index, sentence in sorted(rest, key=score, reverse=True):
+            if len(points) >= max(0, key_points):
+                break
+            if not _near_duplicate(sentence, summary + [p for _, p in points]):
+                points.append((index, sentence))
     if not summary:
-        summary = [licence_only_summary(body)] if re.search(r"licen[cs]e|copyright", body, re.IGNORECASE) else []
-    parts: list[tuple[str, str]] = []
-    if len(body) > LONG_SOURCE:
-        for heading, part in split_parts(body):
-            first = split_sentences(part)
-            parts.append((heading or "(opening)", first[0] if first else ""))
+        # No whole sentence: the best of what there is, but never code, a link definition or a menu.
+        lines = [s for s in sentences if sentence_problem(s) in ("", "fragment")][:summary_sentences]
+        summary = lines or ([licence_only_summary(body)] if re.search(r"licen[cs]e|copyright", body, re.IGNORECASE)
+                            else [])
+    parts = _parts(body, read_as, pairs) if len(body) > LONG_SOURCE else []
     return SourceDigest(
-        title, " ".join(summary), [p for _, p in sorted(points)], find_dates(body), _outline(body, title),
+        title, " ".join(summary), [p for _, p in sorted(points)], find_dates(body), _outline(body, title, read_as),
         parts, sentences, body,
     )
 

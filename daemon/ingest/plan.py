@@ -20,7 +20,7 @@ from ..core.fsutil import sha256_bytes
 from ..core.secrets import scan
 from ..core.vault import Vault
 from ..ingest.concepts import ConceptKeeper
-from ..ingest.offline import ENGINE_NAME, digest, humanize_file_name, render_source_page
+from ..ingest.offline import ENGINE_NAME, digest, humanize_file_name, project_of, qualify_title, render_source_page
 from ..ingest.terms import extract_terms, open_term_index
 from ..intake.extract import Limits, SourceText, extract_source
 from ..intake.ledger import FileRecord, Ledger
@@ -153,8 +153,12 @@ class OfflinePlanner:
             source.text, source.kind, source.doc_title, humanize_file_name(shown),
             self.config.ingest.summary_sentences, self.config.ingest.key_points,
         )
-        title = clean_line(summary.title).text or "untitled"
-        terms = extract_terms(summary.body, summary.title, summary.sentences, known=self.terms.known)
+        # No two source pages share a title: a generic or taken one gets its project (issue 18).
+        title = qualify_title(clean_line(summary.title).text or "untitled", record.path,
+                              lambda candidate: self.terms.title_taken(candidate, stem))
+        summary = dataclasses.replace(summary, title=title)
+        terms = extract_terms(summary.body, summary.title, summary.sentences, known=self.terms.known,
+                              project=project_of(record.path))
         mentioned = self.catalog.mentioned_pages(summary.body, exclude={page})[:40]
         shared = self.concepts.plan(stem, title, terms, summary.sentences, today, mentioned)
         text = render_source_page(

@@ -20,12 +20,15 @@ import threading
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
+
+from wordfreq import zipf_frequency
 
 from ..core.secrets import REDACTED_RE
 from ..core.sqlitedb import Schema, open_db
 from ..ingest.offline import _STOPWORDS
-from ..ingest.textrules import is_generic_title, section_is_boilerplate
+from ..ingest.textrules import is_generic_title, section_is_boilerplate, sentence_problem
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +84,59 @@ def term_key(label: str) -> str:
     return " ".join(words)
 
 
+# Days, months and units are never concepts, whatever their case (Fri, MB, ms).
+_CALENDAR_AND_UNITS = frozenset("""
+monday tuesday wednesday thursday friday saturday sunday mon tue tues wed thu thur thurs fri sat sun
+january february march april may june july august september october november december
+jan feb mar apr jun jul aug sep sept oct nov dec
+b kb mb gb tb pb kib mib gib tib pib kbit mbit gbit bps kbps mbps gbps kbit/s mbit/s byte bytes
+ms us µs ns ps sec secs min mins hr hrs hz khz mhz ghz px pt em rem dpi ppi fps rpm
+mm cm km kg mg ml kw mw kwh am pm utc gmt
+""".split())  # noqa: SIM905 - a word list reads better as prose
+COMMON_ZIPF = 4.3  # a word this frequent in English (wordfreq's Zipf scale) is a word, not a name
+PHRASE_ZIPF = 4.0  # a lower-case phrase this frequent says nothing specific
+
+
+@lru_cache(maxsize=65536)
+def zipf(text: str) -> float:
+    """How common ``text`` is in English, on wordfreq's Zipf scale (0 unknown … 7 "the")."""
+    return float(zipf_frequency(text, "en"))
+
+
+def specificity(label: str) -> float:
+    """0.1 (a word every text uses) … 1 (a name or term nothing else uses), from its frequency."""
+    if re.fullmatch(r"[A-Z][A-Z0-9+#&-]{1,9}s?", label):
+        return 1.0  # an acronym: its frequency as a word says nothing
+    return max(0.1, min(1.0, (6.5 - zipf(label.casefold())) / 4.0))
+
+
+@lru_cache(maxsize=65536)
+def common_word_reason(label: str, project: str = "") -> str:
+    """Why ``label`` names nothing worth a page, or '': a common word of the language, a day,
+    a month, a unit, a code token, or a fragment of a phrase. Acronyms and names stay (HEAD,
+    HTTP, CSRF, Flask), and so does the project the source belongs to ("Click")."""
+    words = label.split()
+    folded = label.casefold()
+    if folded in _CALENDAR_AND_UNITS or (words and all(w.casefold().strip(".") in _CALENDAR_AND_UNITS for w in words)):
+        return "calendar-or-unit"
+    if project and folded == project.casefold():
+        return ""
+    if re.search(r"[_=(){}<>$\\/@]|^-|\w\.\w|::", label):
+        return "code"
+    if len(words) == 1:
+        if re.fullmatch(r"[A-Z][A-Z0-9+#&-]{1,9}s?", label) or re.search(r"[a-z][A-Z]|\d", label):
+            return ""  # an acronym, CamelCase or a versioned name (HEAD, CSRF, PyPI, libxml2)
+        return "common-word" if zipf(folded) >= COMMON_ZIPF else ""
+    if label.islower():
+        if words[0].endswith("ing") or words[0] in _VERBISH or words[-1] in _VERBISH:
+            return "fragment"  # "writing command": a clause, not a term
+        if zipf(folded) >= PHRASE_ZIPF:
+            return "fragment"  # "line interface": every word common, the phrase specific to nothing
+    if all(zipf(w.casefold()) >= COMMON_ZIPF for w in words) and not any(w.isupper() for w in words):
+        return "common-word"  # "Bad Request", "Hello World"
+    return ""
+
+
 def _good_label(label: str) -> bool:
     words = label.split()
     if not words or len(label) < 2 or len(label) > 60 or len(words) > 4:
@@ -97,23 +153,35 @@ def _good_label(label: str) -> bool:
 
 
 _DEFINES_AFTER = re.compile(r"^[`*]*" + _DEFINES_RE, re.IGNORECASE)
+# "CSRF attacks allow …", "Flask lets you …": the term, a word or two of its own, a verb that defines.
+_DEFINES_VERB = re.compile(
+    r"^[`*]*(?:\s+[\w-]+){0,2}?\s+(?:is|are|was|refers to|means|stands for|lets?|allows?|enables?|provides?|"
+    r"gives?|makes?|helps?|describes?|represents?|implements?|supports?|consists? of|contains?|offers?|handles?|"
+    r"stores?|records?|keeps?|runs?|checks?|finds?|reports?|turns?|takes?|creates?|builds?)\s", re.IGNORECASE)
 _LEAD_IN = re.compile(r"^(?:the |an? )?[*`]*$", re.IGNORECASE)
 
 
 def _definition_score(label: str, sentence: str) -> float:
-    """3: "X is a …" at the start; 2: "X is" elsewhere; 1: mentioned; 0.5 a list fragment.
+    """3: "X is a …" at the start; 2.5: "X lets/allows …" at the start; 2: "X is" elsewhere;
+    1: mentioned in a whole sentence; 0.5: a fragment, code or a list entry (never a definition).
 
     Patterns compiled once: one per label would be thousands of compiles per source."""
     low, folded = sentence.casefold(), label.casefold()
+    if sentence_problem(sentence):
+        return 0.5
     start = low.find(folded)
-    best = 1.0 if sentence.endswith((".", "!", "?")) else 0.5
+    best = 1.0
     while start != -1:
         end = start + len(folded)
         whole = (start == 0 or not low[start - 1].isalnum()) and (end == len(low) or not low[end].isalnum())
-        if whole and _DEFINES_AFTER.match(sentence[end:]):
-            if _LEAD_IN.match(sentence[:start]):
-                return 3.0
-            best = 2.0
+        if whole:
+            lead = _LEAD_IN.match(sentence[:start]) is not None
+            if _DEFINES_AFTER.match(sentence[end:]):
+                if lead:
+                    return 3.0
+                best = max(best, 2.0)
+            elif _DEFINES_VERB.match(sentence[end:]):
+                best = max(best, 2.5 if lead else 1.5)
         start = low.find(folded, start + 1)
     return best
 
@@ -197,13 +265,14 @@ def _main_headings(body: str) -> list[str]:
 
 
 def extract_terms(body: str, title: str, sentences: list[str], limit: int = MAX_TERMS,
-                  known: Callable[[list[str]], set[str]] | None = None) -> list[Term]:
+                  known: Callable[[list[str]], set[str]] | None = None, project: str = "") -> list[Term]:
     """The source's candidate entities and concepts, most salient first.
 
     Only terms that occur in one of the main-content ``sentences`` are kept, with that sentence:
     a term page always quotes where each source mentions it. ``known``: which of these keys
     earlier sources already established as names (a capitalised word that only opens sentences
-    here is still that name: "Memcheck reports were clean").
+    here is still that name: "Memcheck reports were clean"). ``project``: the project the source
+    belongs to, a name even when it is a common word ("Click").
     """
     deferred: dict[str, tuple[str, str, float]] = {}
     # Sentences in capitals are licence disclaimers or banners, not prose that names things; a
@@ -211,6 +280,8 @@ def extract_terms(body: str, title: str, sentences: list[str], limit: int = MAX_
     sentences = [s for s in sentences if not _shouting(s)]
     prose = REDACTED_RE.sub(" ", " ".join(sentences))
     tokens = Counter(re.findall(r"[\w+#-]+", prose))
+    folded_prose = prose.casefold()
+    tails: dict[str, bool] = {}
     # Capitalised mid-sentence: how a proper name shows itself ("we ran Valgrind"), unlike a
     # word capitalised only because it opens a sentence, a list item or a heading ("Format").
     mid = Counter(word for s in sentences for word in re.findall(r"[\w+#-]+", s)[1:] if word[:1].isupper())
@@ -224,8 +295,13 @@ def extract_terms(body: str, title: str, sentences: list[str], limit: int = MAX_
         if not _good_label(label):
             return
         key = term_key(label)
-        if not key or is_generic_title(key):
+        if not key or is_generic_title(key) or common_word_reason(label, project):
             return
+        if " " in label and label.islower():
+            if label not in tails:
+                tails[label] = _inside_longer(label, folded_prose)
+            if tails[label]:
+                return  # "line interface" is a piece of "command-line interface"
         if " " not in label and not _name_shaped(label):
             if label[:1].isupper() and (not mid[label] or tokens[label.lower()] >= tokens[label]):
                 # "Drop", "Format", "Default": a plain word that opened a sentence or heading,
@@ -284,12 +360,31 @@ def extract_terms(body: str, title: str, sentences: list[str], limit: int = MAX_
                 if sentence:
                     label = form
                     break
-        if not sentence:
+        if not sentence or _placeholder_word(label, sentence, body):
             continue
         terms.append(Term(key, label, kinds[key], sentence, score))
         if len(terms) >= limit:
             break
     return terms
+
+
+def _placeholder_word(label: str, sentence: str, body: str) -> bool:
+    """An English word met only outside prose: a man page's option argument ("--mode=MODE",
+    "FILE..."), an option list's description ("-c, --count Suppress normal output"). A word
+    in capitals or capitalised is a name only where a whole sentence uses it (the HEAD of a branch)."""
+    if " " in label or re.search(r"[a-z][A-Z]|\d", label) or zipf(label.casefold()) < 3.0:
+        return False
+    if sentence_problem(sentence):
+        return True
+    return label.isupper() and re.search(rf"(?:[=\[<]|--?[\w-]+ ){re.escape(label)}\b|\b{re.escape(label)}\.\.\.",
+                                         body) is not None
+
+
+def _inside_longer(phrase: str, folded_prose: str) -> bool:
+    """Most occurrences of ``phrase`` follow the same word: it is the tail of a longer phrase."""
+    before = Counter(m.group(1) for m in re.finditer(rf"(\w+)[\s-]+{re.escape(phrase.casefold())}\b", folded_prose))
+    total = folded_prose.count(phrase.casefold())
+    return bool(before) and total >= 2 and before.most_common(1)[0][1] >= 0.6 * total
 
 
 def _drop_contained(ranked: list[str], labels: dict[str, Counter[str]], folded_prose: str) -> list[str]:
@@ -332,6 +427,7 @@ CREATE TABLE IF NOT EXISTS sources (
     seq INTEGER NOT NULL               -- ingest order, for "newest sources"
 );
 CREATE INDEX IF NOT EXISTS sources_seq ON sources(seq);
+CREATE INDEX IF NOT EXISTS sources_title ON sources(title COLLATE NOCASE);
 """
 
 
@@ -435,6 +531,13 @@ class TermIndex:
     def paged_count(self) -> int:
         with self._lock:
             return int(self._db.execute("SELECT count(*) FROM terms WHERE page != ''").fetchone()[0])
+
+    def title_taken(self, title: str, source: str) -> bool:
+        """Whether a source other than ``source`` has this title (case-insensitive)."""
+        with self._lock:
+            row = self._db.execute("SELECT 1 FROM sources WHERE title = ? COLLATE NOCASE AND source != ? LIMIT 1",
+                                   (title, source)).fetchone()
+        return row is not None
 
     def newest_sources(self, limit: int = 10) -> list[tuple[str, str]]:
         with self._lock:

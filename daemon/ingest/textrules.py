@@ -14,6 +14,7 @@ target found by title matching.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 BOILERPLATE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("navigation", re.compile(
@@ -119,3 +120,68 @@ def is_generic_title(label: str) -> bool:
 def section_is_boilerplate(heading: str) -> bool:
     key = re.sub(r"^(\d+(\.\d+)*\.?\s+)", "", " ".join(heading.strip().strip("#").split())).casefold()
     return key.rstrip(":") in BOILERPLATE_SECTIONS
+
+
+# -- whole sentences --------------------------------------------------------------------------
+
+# Anchored at the start (re.match): one pass per sentence, not one per position.
+_CONSOLE_START_RE = re.compile(
+    r"(?:\$|#|>>>|\.\.\.|%|PS>|C:\\>)\s|(?:FAILED|PASSED|ERROR|XFAIL|XPASS|SKIPPED|OK)\b|"
+    r"File \"[^\"]+\", line \d|\s*at [\w.$<>]+\(|={3,}|-{3,}|\w+(?:Error|Exception|Warning): |`[^`]+`\s+<[\w.|]+>|"
+    r"(?:sudo|pip3?|npm|apt(?:-get)?|brew|conda|uv) (?:install|run|add|-)",
+)
+_CONSOLE_ANY_RE = re.compile(r"\w\.py::\w|Traceback \(most recent call last\)")
+_LINK_DEFINITION_RE = re.compile(r"\s*\[[^\]]+\]:\s*\S")
+_MARKUP_START_RE = re.compile(r"\.\. [\w:-]+::|:[\w -]+:\s|\s*```|\s*\|")
+_MARKUP_ROLE_RE = re.compile(r"(?<![\w`]):[a-z][\w+.-]*:`|\{[a-z][\w+.:-]*\}`")
+_TRAILING_TAG_RE = re.compile(r"<[a-zA-Z][^<>]*>\s*$")
+_CODE_SPAN_RE = re.compile(r"(`+)[^`]+?\1")
+_WHOLE_END_RE = re.compile(r"[.!?][\"'’”)\]`*_]*$")
+_OPENERS = re.compile(r"^[A-Z0-9\"'“‘(\[`*_¡¿]|^[^\x00-\x7f]")
+# Lower-case words a sentence never starts with: the tail of a sentence cut in two.
+_TAIL_WORDS = frozenset("""
+and or but nor so yet to of in on at by for with from as than that which who whom whose where when
+while if then else because although though unless until after before since into onto upon about
+the a an this these those its their his her our your words also instead otherwise however is are was
+were be been being has have had do does did can could should would will may might must
+""".split())  # noqa: SIM905 - a word list reads better as prose
+
+
+@lru_cache(maxsize=16384)
+def sentence_problem(sentence: str) -> str:
+    """Why ``sentence`` is not a whole sentence of prose, or '' when it is one: "fragment"
+    (cut, unbalanced, no sentence end or start), "code" (a command, test or traceback output,
+    mostly code), "link-definition", "menu" (a language or navigation menu), "markup" (raw
+    reST/MyST/Sphinx or a table row)."""
+    text = sentence.strip()
+    if _LINK_DEFINITION_RE.match(text):
+        return "link-definition"
+    if _MARKUP_START_RE.match(text) or ("`" in text and _MARKUP_ROLE_RE.search(text)) or (
+            text.endswith(">") and _TRAILING_TAG_RE.search(text)):
+        return "markup"
+    if _CONSOLE_START_RE.match(text) or (("::" in text or "Traceback" in text) and _CONSOLE_ANY_RE.search(text)):
+        return "code"
+    if sum(text.count(f" {mark} ") for mark in "•|·»") >= 2 or text.count(" / ") >= 3:
+        return "menu"  # "English readme • 简体中文 readme • …"
+    visible = text.replace(" ", "")
+    letters = sum(c.isalpha() for c in visible)
+    in_code = sum(len(m.group(0)) for m in _CODE_SPAN_RE.finditer(text))
+    prose_words = re.findall(r"[A-Za-z]{2,}", _CODE_SPAN_RE.sub(" ", text))
+    if not visible or letters < 0.6 * len(visible) or (in_code > 0.6 * len(text) and len(prose_words) < 3):
+        return "code"
+    if text.endswith(("…", "...", ":", ",", ";")) or not _WHOLE_END_RE.search(text):
+        return "fragment"
+    first = text.split()[0]
+    if not _OPENERS.match(text) and (first.casefold().strip(",;:") in _TAIL_WORDS or not _name_like(first)):
+        return "fragment"  # "zlib is a library." opens with a name; "words, Git is told …" is a tail
+    if text.count("`") % 2 or text.count("(") != text.count(")") or text.count("[") != text.count("]"):
+        return "fragment"
+    return ""
+
+
+def _name_like(word: str) -> bool:
+    """A lower-case word that can open a sentence because it is a name (zlib, libxml2, npm)."""
+    from wordfreq import zipf_frequency
+
+    bare = word.strip(",;:.!?\"'()")
+    return bool(bare) and zipf_frequency(bare, "en") < 3.5
