@@ -48,6 +48,7 @@ class IngestPlan:
     tokens_out: int = 0
     cost_usd: float = 0.0
     held_for_review: list[Proposal] = field(default_factory=list)  # REVIEW.md proposals, added at commit
+    trailers: dict[str, str] = field(default_factory=dict)  # more commit trailers (the model's Wikiwright-Ops)
 
     @property
     def pages(self) -> list[str]:

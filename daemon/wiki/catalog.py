@@ -455,6 +455,12 @@ class Catalog:
                 best[page] = hit
         return sorted(best.values(), key=lambda h: (-h.score, h.page))[:limit]
 
+    def claim_keys(self) -> list[str]:
+        """Every key of a current claim (a model's key is matched against these before a new one is made)."""
+        with self._lock:
+            rows = self._db.execute("SELECT DISTINCT key FROM claims").fetchall()
+        return [str(r[0]) for r in rows]
+
     def claim_key_pages(self, key: str) -> list[str]:
         """Pages holding a current claim with exactly this key."""
         with self._lock:
