@@ -49,7 +49,7 @@ from ..intake.ledger import FileRecord, Ledger
 from ..wiki.catalog import Catalog
 from ..wiki.pages import SPECIAL_PAGES, Page, get_section, parse_page, render_page, set_section
 from ..wiki.reviewfile import HELD_BACK, Proposal, proposal
-from ..wiki.sanitize import clean_line, code_span
+from ..wiki.sanitize import clean_line, code_span, file_name_text
 from ..wiki.writer import PageChange
 
 log = logging.getLogger(__name__)
@@ -239,7 +239,7 @@ class ModelPlanner:
         # The source page gets the reply's title as it came (its sanitizer notes what it cleaned);
         # the commit subject and log.md get the cleaned one. A reply without a title (or with a
         # list for one) is read, not refused: the file's name stands in.
-        reply_title = _one_text(first.get("title")) or _one_text(Path(record.path).stem)
+        reply_title = _one_text(first.get("title")) or file_name_text(Path(record.path).stem)
         reply_title = reply_title.strip()[:120]
         title = clean_line(reply_title).text or "untitled"
         summary = " ".join(_one_text(r.get("summary")) for r in replies).strip()[:2400]

@@ -40,6 +40,7 @@ from ..wiki.sanitize import (
     clean_line,
     clean_markdown,
     code_span,
+    escape_text,
     link_target_problem,
     lookalike_problem,
     one_line,
@@ -478,6 +479,11 @@ class Workspace:
         if reason:
             self.hold(op, f"unsafe page text ({reason})")
             return False
+        # Nothing unsafe: what only looks like a tag (``<newbase>``, ``List<T>``) is escaped so it
+        # shows as written instead of vanishing as an unknown element.
+        for key in (*_MULTILINE_FIELDS, *_LINE_FIELDS):
+            if isinstance(op.get(key), str):
+                op[key] = escape_text(op[key])
         reason = self._lookalike(name)
         if reason:
             self.hold(op, reason)
@@ -590,6 +596,12 @@ class Workspace:
         value = _squash(str(op["value"])).replace("`", "'")
         if "~~" in value or "[[" in value:
             return "a claim value may not carry links or strike-through"
+        # Checked as it will be rendered: with its backticks gone, what they fenced as code is
+        # page text (`` a` <img onerror=…> `b `` must not become live markup).
+        notes = clean_markdown(value, allow_remote_images=self.allow_remote_images).notes
+        if notes:
+            return f"unsafe page text (value: {'; '.join(notes)})"
+        value = escape_text(value)
         claim = Claim(key, value, str(op["as_of"]), self.source_stem)
         state = self._ensure(name)
         claims = _claims_of(state.page.body)

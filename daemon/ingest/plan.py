@@ -28,7 +28,7 @@ from ..intake.safeopen import read_inside
 from ..wiki.catalog import Catalog
 from ..wiki.pages import slugify, unique_name
 from ..wiki.reviewfile import Proposal
-from ..wiki.sanitize import clean_line
+from ..wiki.sanitize import clean_line, file_name_text
 from ..wiki.writer import PageChange
 
 log = logging.getLogger(__name__)
@@ -122,7 +122,7 @@ class OfflinePlanner:
         page = source_page_name(self.ledger, self.vault, record.path)
         stem = page.rsplit("/", 1)[-1]
         summary = digest(
-            source.text, source.kind, source.doc_title, humanize_file_name(record.path),
+            source.text, source.kind, source.doc_title, file_name_text(humanize_file_name(record.path)),
             self.config.ingest.summary_sentences, self.config.ingest.key_points,
         )
         title = clean_line(summary.title).text or "untitled"
