@@ -39,7 +39,8 @@ def held_lines(services: Services) -> list[str]:
 BAD_OPS = [
     ({"op": "add_claim", "page": "billing-api", "key": "billing-api.auth", "value": "OAuth", "as_of": "2026-05-01",
       "quote": "The billing API uses OAuth.", "replaces": False}, "not found verbatim"),
-    ({"op": "create_page", "page": "Client SDK", "type": "entity", "title": "SDK", "summary": "", "body": "x"},
+    # A title for a page name is normalised now (issue 22); a dotted name is not a page name.
+    ({"op": "create_page", "page": "client.sdk", "type": "entity", "title": "SDK", "summary": "", "body": "x"},
      "naming rule"),
     ({"op": "add_to_section", "page": "sources/src-x", "heading": "A", "text": "b"}, "folder"),
     ({"op": "add_to_section", "page": "index", "heading": "A", "text": "b"}, "built by code"),
@@ -82,7 +83,7 @@ def test_a_failing_operation_is_held_with_its_reason_and_the_rest_applies(
     assert "`raw/notes.md`" in lines[0]
     assert "## Held back by ingest checks" in review(services)
     # Nothing of the held operation reached a page.
-    assert "OAuth" not in text and "evil.example" not in text and "wiki/Client SDK.md" not in str(
+    assert "OAuth" not in text and "evil.example" not in text and "client.sdk" not in str(
         list(services.vault.wiki.rglob("*.md")))
     assert seeded_text.split("## Limits")[1].split("##")[0] in text  # Limits section untouched
     # REVIEW.md is committed with the ingest; the full proposal is kept in .wikiwright/held/.
@@ -124,7 +125,8 @@ def test_more_pages_than_the_limit_holds_the_whole_reply(services: Services) -> 
 
 @pytest.mark.parametrize("bad", [
     "{\"title\": \"x\", \"summary\": \"y\", \"operations\": [",  # not JSON
-    {"title": "x", "summary": "y", "operations": [{"op": "delete_page", "page": "billing-api"}]},  # off-schema
+    # No operations array: the one shape a reply must have (an odd operation costs only itself).
+    {"title": "x", "summary": "y", "ops": [{"op": "delete_page", "page": "billing-api"}]},
     truncated(reply(GOOD)),  # finish_reason=length
 ], ids=["invalid-json", "off-schema", "truncated"])
 def test_a_bad_reply_is_retried_once_then_the_source_is_quarantined(services: Services, bad: Any) -> None:

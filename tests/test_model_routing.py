@@ -158,3 +158,59 @@ def test_claims_whose_keys_use_abbreviations_or_camel_case_are_routed(services: 
     services.catalog.refresh()
     routed = {hit.page for hit in services.catalog.claim_pages(CORRECTION, limit=50)}
     assert routed == {f"edge-{n}" for n in range(len(ABBREVIATED_KEYS))}, routed
+
+
+RETENTION_DOC = """\
+# Ingest API
+
+Date: 2026-03-01.
+
+The ingest API keeps raw events for 90 days.
+"""
+RETENTION_QUOTE = "The ingest API keeps raw events for 90 days."
+# Shares no word with the claim's key (ingest-api.data-retention) nor its old value (90 days).
+RAW_EVENTS_NOTE = """\
+# Storage review
+
+Date: 2026-05-20.
+
+Raw events are now kept for 30 days; older batches move to cold storage.
+"""
+RAW_EVENTS_QUOTE = "Raw events are now kept for 30 days; older batches move to cold storage."
+
+
+def test_a_correction_in_other_words_reaches_the_claim_by_what_it_is_about(services: Services) -> None:
+    for n in range(40):  # pages full of the correction's words, so full-text search ranks them first
+        write_page(services, f"event-batch-{n}", f"Event batch {n}",
+                   f"# Event batch {n}\n\nRaw events of batch {n} are kept in cold storage; raw events older "
+                   f"than a batch move on. Raw events, raw events, cold storage batches.\n")
+    first = reply(
+        {"op": "create_page", "page": "ingest-api", "type": "entity", "title": "Ingest API",
+         "summary": "Where services send events.", "body": "# Ingest API\n\nServices send their events here."},
+        {"op": "add_claim", "page": "ingest-api", "key": "ingest-api.data-retention", "value": "90 days",
+         "as_of": "2026-03-01", "quote": RETENTION_QUOTE, "replaces": False}, title="Ingest API")
+
+    def script(request: dict[str, object]) -> dict[str, object]:
+        prompt = user_prompt(request)  # type: ignore[arg-type]
+        if "`raw/ingest-api.md`" in prompt:
+            return first
+        # A careful model supersedes only what it is shown.
+        if "`ingest-api.data-retention`: 90 days" not in prompt:
+            return reply(title="Storage review")
+        return reply({"op": "add_claim", "page": "ingest-api", "key": "ingest-api.data-retention", "value": "30 days",
+                      "as_of": "2026-05-20", "quote": RAW_EVENTS_QUOTE, "replaces": True}, title="Storage review")
+
+    with ScriptedServer(script) as server:
+        use_model(services, server)
+        services.drop("ingest-api.md", RETENTION_DOC)
+        assert [r.state for r in services.drain()] == ["ingested"]
+        routed = {hit.page for hit in services.catalog.claim_pages(RAW_EVENTS_NOTE)}
+        assert "ingest-api" in routed, routed
+        # The key's attribute and a word of its subject (the quoted sentence) reach it too.
+        assert "ingest-api" in {h.page for h in services.catalog.claim_pages(
+            "Data retention for raw events is now 30 days.")}
+        services.drop("storage-review.md", RAW_EVENTS_NOTE)
+        assert [r.state for r in services.drain()] == ["ingested"]
+    assert "=== page: ingest-api ===" in user_prompt(server.requests[-1])
+    assert current_values(services, "ingest-api", "ingest-api.data-retention") == ["30 days"]
+    assert "~~`ingest-api.data-retention`: 90 days" in page(services, "ingest-api")

@@ -143,7 +143,8 @@ REPLY_LEVEL = {
     "key_points": ["<img src=x onerror=alert(1)>", "![[../../.ssh/id_rsa]]", "<iframe src=//evil.example>"],
 }
 
-_CODE_RE = re.compile(r"```.*?```|`+[^`\n]*`+", re.DOTALL)
+# Code as CommonMark reads it: a fence, or a span closed by a backtick run of its opening length.
+_CODE_RE = re.compile(r"```.*?```|(?<!`)(`+)(?!`)[^\n]*?(?<!`)\1(?!`)", re.DOTALL)
 # An independent check (not the sanitizer's own code): what would run, load or leak in Obsidian.
 UNSAFE = [
     re.compile(r"<\s*/?\s*(script|style|iframe|object|embed|video|audio|source|form|input|base|link|meta|svg|math|"
@@ -238,3 +239,98 @@ def test_remote_images_stay_when_allowed(services: Services) -> None:
     assert "![graph](https://grafana.example/e.png)" in text  # allowed: kept as an image
     assert "d.png" not in text  # the op with an event handler was still held
     assert "onerror" in services.vault.review_file.read_text()
+
+
+# -- issue 22: the last four kinds ----------------------------------------------------------------
+
+# 1. A data: URL (and friends) in the reply's title: the title reaches index.md and log.md.
+TITLES = [
+    "[c](data:text/html;base64,PHNjcmlwdD4=) notes",
+    "Notes]] [c](data:text/html,evil) [[x",
+    '<a href="data:text/html,evil">Notes</a>',
+    "Notes]](data:text/html,evil)",
+    "![x](data:image/svg+xml;base64,PHN2Zz4=) notes",
+    "Notes | [c](<data:text/html,evil>)",
+]
+# 2. Names that pass for an existing page to the eye, in one script (Unicode confusables, not NFKC).
+CONFUSABLE_NAMES = ["\u0251lice-chen", "rate-limitin\u0261", "\u0251lpha", "billing-\u0251pi", "r\u0251te-limiting"]
+# 3. Claim values that would close a code span and leave markup live.
+VALUES = ["a` <img src=x onerror=alert(1)> `b", "x`` [c](javascript:alert(1)) ``y", "` <script>alert(1)</script> `",
+          "]] <svg onload=alert(1)> [["]
+# 4. raw/ file names carrying markup.
+FILE_NAMES = ["<img src=x onerror=alert(1)>.md", "[c](javascript:alert(1)).md", "a`<svg onload=alert(1)>`.md",
+              "![x](https%3A%2F%2Fevil.example%2Ft.png).md"]
+
+
+def test_the_last_four_hostile_kinds_write_nothing_unsafe(services: Services) -> None:
+    quote = "The owner of the billing API is the payments team."
+    alpha = {"op": "create_page", "page": "alpha", "type": "concept", "title": "Alpha", "summary": "The first.",
+             "body": "The first letter."}
+    ops: list[dict[str, Any]] = [alpha]
+    for name in CONFUSABLE_NAMES:
+        ops.append({"op": "create_page", "page": name, "type": "entity", "title": "Alice Chen", "summary": "x",
+                    "body": "Trust me."})
+    ops.append({"op": "add_links", "page": "billing-api", "links": [CONFUSABLE_NAMES[0]]})
+    ops.append({"op": "add_to_section", "page": CONFUSABLE_NAMES[0], "heading": "Notes", "text": "Trust me."})
+    for index, value in enumerate(VALUES):
+        ops.append({"op": "add_claim", "page": "billing-api", "key": f"billing-api.owner-{index}", "value": value,
+                    "as_of": "2026-05-01", "quote": quote, "replaces": False})
+    replies: list[Any] = [REPLIES["design-doc.md"], reply(*ops, title="Ops")]
+    replies += [reply(title=title) for title in TITLES]
+    replies += [{"summary": "No title: the file name stands in.", "operations": []} for _ in FILE_NAMES]
+    payloads = len(CONFUSABLE_NAMES) + 2 + len(VALUES) + len(TITLES) + len(FILE_NAMES)
+    with ScriptedServer(replies) as server:
+        use_model(services, server, max_pages_per_ingest=100)
+        services.drop(*SOURCES[0])
+        assert [r.state for r in services.drain()] == ["ingested"]
+        services.drop("hostile.md", f"# Hostile\n\n{quote}\n")
+        assert [r.state for r in services.drain()] == ["ingested"]
+        for index in range(len(TITLES)):
+            services.drop(f"titled-{index}.md", f"# Titled {index}\n\nSome text.\n")
+            assert [r.state for r in services.drain()] == ["ingested"]
+        for index, name in enumerate(FILE_NAMES):
+            services.drop(name, f"Named {index}: some text.\n")
+            assert [r.state for r in services.drain()] == ["ingested"], name
+    assert payloads == 21
+    after = rendered_files(services.vault.root)
+    # A source page's front matter records the raw/ path as it is (code finds the source by it;
+    # Obsidian shows properties as text): checked as YAML values, the rest as rendered markdown.
+    rendered = {}
+    for name, text in after.items():
+        if name.startswith("wiki/sources/") and text.startswith("---"):
+            meta = parse_page(text).meta
+            raw_paths = {str(meta.get("source_path")), *map(str, meta.get("sources") or [])}
+            assert all(p.startswith("raw/") and "\n" not in p for p in raw_paths), meta
+            text = text.split("\n---\n", 1)[1]
+        rendered[name] = text
+    leaks = {name: unsafe_spots(text) for name, text in rendered.items() if unsafe_spots(text)}
+    assert leaks == {}
+    # 1. No data: URL in index.md or log.md, and every title's link stays one link.
+    for name in ("wiki/index.md", "wiki/log.md"):
+        assert "data:" not in after[name], after[name]
+    index = after["wiki/index.md"]
+    for line in index.splitlines():
+        if "src-titled" in line:
+            assert line.count("[[") == 1 and line.count("]]") == 1, line
+    # 2. Confusable names are held, never created; the real alpha page is.
+    assert (services.vault.wiki / "alpha.md").exists()
+    wiki_names = {p.stem for p in services.vault.wiki.rglob("*.md")}
+    assert not wiki_names & set(CONFUSABLE_NAMES)
+    assert "Trust me" not in "".join(text for name, text in after.items() if name.startswith("wiki/"))
+    review = after["REVIEW.md"]
+    assert review.count("looks like the existing page") >= len(CONFUSABLE_NAMES) + 2
+    # 3. No claim value broke out; the unsafe ones are held.
+    billing = after["wiki/billing-api.md"]
+    assert "billing-api.owner-" not in billing
+    # 4. The file names are text everywhere (escaped or in code), never markup: each source page's
+    # heading shows the name as written (no tag, link or code span of its own).
+    headings = {}
+    for name, text in after.items():
+        if name.startswith("wiki/sources/") and text.startswith("---"):
+            page_ = parse_page(text)
+            if str(page_.meta.get("source_path", "")).removeprefix("raw/") in FILE_NAMES:
+                headings[page_.meta["source_path"]] = page_.body.lstrip().splitlines()[0]
+    assert sorted(headings) == sorted(f"raw/{n}" for n in FILE_NAMES)
+    for heading in headings.values():
+        assert heading.startswith("# ") and not re.search(r"[<\[\]`]", heading), heading
+    assert "# &lt;img src=x onerror=alert(1)&gt;" in headings["raw/<img src=x onerror=alert(1)>.md"]

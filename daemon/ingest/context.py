@@ -27,6 +27,7 @@ from ..wiki.pages import Page, parse_claims, split_sections
 
 MAX_CANDIDATES = 8  # pages routed by mentions and search (claim-index pages come on top)
 MAX_CLAIM_PAGES = 12  # pages routed by the claim index
+MAX_SUBJECT_PAGES = 3  # of those, pages reached by a claim's attribute and subject rather than its key
 MAX_OTHER_NAMES = 30  # page names listed for linking
 SEARCH_TERMS = 12
 SMALL_PAGE = 1200  # characters of body: such a page is shown whole
@@ -75,9 +76,15 @@ def route(catalog: Catalog, text: str, exclude: set[str]) -> Routing:
         return name not in exclude and not name.startswith("sources/") and name not in ("index", "log")
 
     claim_keys: dict[str, set[str]] = {}
+    by_subject = 0
     for hit in catalog.claim_pages(text, limit=MAX_CLAIM_PAGES * 3):
-        if usable(hit.page) and (hit.page in claim_keys or len(claim_keys) < MAX_CLAIM_PAGES):
-            claim_keys.setdefault(hit.page, set()).add(hit.key)
+        if not usable(hit.page) or (hit.page not in claim_keys and len(claim_keys) >= MAX_CLAIM_PAGES):
+            continue
+        if not hit.by_key:  # reached by what it is about: the best few only (look-alike pages share words)
+            if by_subject >= MAX_SUBJECT_PAGES:
+                continue
+            by_subject += 1
+        claim_keys.setdefault(hit.page, set()).add(hit.key)
     mentioned = [n for n in catalog.mentioned_pages(text, exclude=exclude) if usable(n)]
     ordered: list[str] = []
     for name in mentioned:

@@ -19,8 +19,9 @@ import random
 import re
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -57,6 +58,21 @@ CREATE TABLE IF NOT EXISTS llm_calls (
 );
 CREATE INDEX IF NOT EXISTS llm_calls_day ON llm_calls(day);
 CREATE INDEX IF NOT EXISTS llm_calls_month ON llm_calls(month);
+-- How each ingest's operations were taken (issue 22): applied as the model sent them, applied
+-- after a safe normalisation (counted by kind), or held back (counted by reason). One row per
+-- source version and model: a retried ingest replaces its row.
+CREATE TABLE IF NOT EXISTS ingest_tolerance (
+    sha256 TEXT NOT NULL,
+    model TEXT NOT NULL,
+    source TEXT NOT NULL,
+    ts REAL NOT NULL,
+    as_sent INTEGER NOT NULL,
+    normalised INTEGER NOT NULL,
+    held INTEGER NOT NULL,
+    kinds TEXT NOT NULL DEFAULT '{}',    -- JSON: normalisation kind -> count
+    reasons TEXT NOT NULL DEFAULT '{}',  -- JSON: held-back reason kind -> count
+    PRIMARY KEY (sha256, model)
+);
 """
 
 
@@ -67,6 +83,38 @@ class CallUsage:
     tokens_out: int
     cost_usd: float
     latency_s: float
+    notes: tuple[str, ...] = ()  # how the reply was read when it was not plain JSON (json-in-prose)
+
+
+@dataclass
+class Tolerance:
+    """How one ingest's (or many ingests') operations were taken."""
+
+    as_sent: int = 0  # applied exactly as the model sent them
+    normalised: int = 0  # applied after a safe normalisation
+    held: int = 0  # held back for REVIEW.md
+    kinds: Counter[str] = field(default_factory=Counter)  # normalisations by kind
+    reasons: Counter[str] = field(default_factory=Counter)  # held back by reason kind
+
+    def add(self, other: Tolerance) -> None:
+        self.as_sent += other.as_sent
+        self.normalised += other.normalised
+        self.held += other.held
+        self.kinds.update(other.kinds)
+        self.reasons.update(other.reasons)
+
+    def line(self) -> str:
+        """``5 applied as sent, 3 after normalising (page-name 2, as-of 1), 1 held (quote 1)``"""
+        def counts(counter: Counter[str]) -> str:
+            return ", ".join(f"{k} {n}" for k, n in sorted(counter.items(), key=lambda kv: (-kv[1], kv[0])))
+
+        text = f"{self.as_sent} applied as sent, {self.normalised} applied after normalising"
+        if self.kinds:
+            text += f" ({counts(self.kinds)})"
+        text += f", {self.held} held back"
+        if self.reasons:
+            text += f" ({counts(self.reasons)})"
+        return text
 
 
 # -- the cost ledger ---------------------------------------------------------------------
@@ -94,6 +142,29 @@ class CostLedger:
                 (ts, local.strftime("%Y-%m-%d"), local.strftime("%Y-%m"), purpose, model, tokens_in,
                  tokens_out, cost_usd, latency_s, outcome, detail[:500]),
             )
+
+    def record_tolerance(self, *, sha256: str, model: str, source: str, tolerance: Tolerance) -> None:
+        with self._lock:
+            self._db.execute(
+                "INSERT OR REPLACE INTO ingest_tolerance(sha256, model, source, ts, as_sent, normalised, held,"
+                " kinds, reasons) VALUES (?,?,?,?,?,?,?,?,?)",
+                (sha256, model, source, time.time(), tolerance.as_sent, tolerance.normalised, tolerance.held,
+                 json.dumps(dict(tolerance.kinds), sort_keys=True),
+                 json.dumps(dict(tolerance.reasons), sort_keys=True)),
+            )
+
+    def tolerance(self) -> dict[str, Tolerance]:
+        """Per model: every recorded ingest's tolerance added up (``wikiwright eval`` prints it)."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT model, as_sent, normalised, held, kinds, reasons FROM ingest_tolerance ORDER BY ts"
+            ).fetchall()
+        out: dict[str, Tolerance] = {}
+        for model, as_sent, normalised, held, kinds, reasons in rows:
+            total = out.setdefault(str(model), Tolerance())
+            total.add(Tolerance(int(as_sent), int(normalised), int(held), Counter(json.loads(kinds)),
+                                Counter(json.loads(reasons))))
+        return out
 
     def totals(self, *, day: str | None = None, month: str | None = None) -> tuple[float, int, int]:
         """(dollars, tokens, calls) for one local day or month."""
@@ -223,12 +294,43 @@ def validate(value: Any, schema: Mapping[str, Any], path: str = "$") -> list[str
 
 
 def parse_json_reply(content: str) -> Any:
-    """JSON from a reply; tolerates a ```json fence some models wrap around it."""
+    """JSON from a reply; tolerates a ```json fence some models wrap around it, and prose around it."""
+    return extract_json(content)[0]
+
+
+_FENCE_RE = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\n?(.*?)```", re.DOTALL)
+MAX_JSON_STARTS = 50  # "{" positions tried in a reply of prose before it is called not JSON
+
+
+def extract_json(content: str) -> tuple[Any, str]:
+    """(the JSON value, how it was found): ``""`` the reply is JSON; ``"fence"`` inside a
+    ```json fence; ``"prose"`` an object inside prose (a sentence, then the JSON). Models that
+    are told "JSON only" still write "Here are the operations:" first; what they mean is the
+    object. Raises ValueError when no JSON object is in the reply at all."""
     text = content.strip()
-    fence = re.fullmatch(r"```(?:json)?\s*(.*?)\s*```", text, re.DOTALL)
-    if fence:
-        text = fence.group(1)
-    return json.loads(text)
+    try:
+        return json.loads(text), ""
+    except ValueError as exc:
+        first_error = exc
+    for fence in _FENCE_RE.finditer(text):
+        try:
+            return json.loads(fence.group(1).strip()), "fence" if fence.start() == 0 else "prose"
+        except ValueError:
+            continue
+    decoder = json.JSONDecoder()
+    start = text.find("{")
+    tries = 0
+    while start >= 0 and tries < MAX_JSON_STARTS:
+        tries += 1
+        try:
+            value, _ = decoder.raw_decode(text, start)
+        except ValueError:
+            start = text.find("{", start + 1)
+            continue
+        if isinstance(value, dict):
+            return value, "prose"
+        start = text.find("{", start + 1)
+    raise first_error
 
 
 # -- the client ------------------------------------------------------------------------------
@@ -347,8 +449,13 @@ class LLMClient:
         schema: dict[str, Any],
         model: str | None = None,
         max_tokens: int | None = None,
+        accept: Mapping[str, Any] | None = None,
     ) -> tuple[dict[str, Any], CallUsage]:
-        """One validated JSON reply. Raises the LLMError classes of errors.py."""
+        """One validated JSON reply. Raises the LLMError classes of errors.py.
+
+        ``schema`` is what the model is asked for (``response_format``); ``accept``, when given,
+        is what the reply is refused against (the ingest accepts any object with an operations
+        array and checks each operation on its own, so one odd operation costs only itself)."""
         model = (model or self.llm.model).strip()
         if not model:
             raise ConfigError("llm.model is empty: no model is configured")
@@ -369,13 +476,15 @@ class LLMClient:
                 )
             else:
                 try:
-                    data = parse_json_reply(content)
+                    data, found = extract_json(content)
                 except ValueError as exc:
                     reply_problem = f"the reply is not JSON ({exc})"
                 else:
-                    errors = validate(data, schema)
+                    errors = validate(data, accept if accept is not None else schema)
                     if not errors:
-                        usage = CallUsage(model, int(totals[0]), int(totals[1]), float(totals[2]), float(totals[3]))
+                        usage = CallUsage(model, int(totals[0]), int(totals[1]), float(totals[2]), float(totals[3]),
+                                          ("json-in-prose",) if found == "prose" else
+                                          ("json-in-fence",) if found == "fence" else ())
                         return data, usage
                     reply_problem = "the reply does not fit the schema: " + "; ".join(errors[:5])
             log.warning("%s call to %s: %s%s", purpose, model, reply_problem,

@@ -18,6 +18,7 @@ import json
 import logging
 import re
 import time
+from collections import Counter
 from datetime import date
 from pathlib import Path
 from string import Template
@@ -38,9 +39,10 @@ from ..ingest.cost import (
     outline_plan,
     waiting_reason,
 )
-from ..ingest.llm import LLMClient
+from ..ingest.llm import LLMClient, Tolerance
+from ..ingest.normalize import Normaliser, PageNames, source_date
 from ..ingest.offline import SourceDigest, find_dates, render_source_page
-from ..ingest.operations import REPLY_SCHEMA, Held, Workspace, summarize_op
+from ..ingest.operations import OPERATION_SCHEMAS, REPLY_ENVELOPE, REPLY_SCHEMA, Held, Workspace, summarize_op
 from ..ingest.plan import IngestPlan, redact_source, source_page_name
 from ..intake.extract import SourceText
 from ..intake.ledger import FileRecord, Ledger
@@ -48,7 +50,7 @@ from ..intake.names import shown_name
 from ..wiki.catalog import Catalog
 from ..wiki.pages import SPECIAL_PAGES, Page, get_section, parse_page, render_page, set_section
 from ..wiki.reviewfile import HELD_BACK, Proposal, proposal
-from ..wiki.sanitize import clean_line, code_span
+from ..wiki.sanitize import clean_line, code_span, file_name_text
 from ..wiki.writer import PageChange
 
 log = logging.getLogger(__name__)
@@ -130,6 +132,21 @@ def _paragraph_parts(text: str, budget: int) -> list[str]:
     return parts
 
 
+def _one_text(value: Any) -> str:
+    """A reply-level value as one text: a string as it is, a list joined, anything else ''."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return " ".join(v for v in value if isinstance(v, str))
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value)
+    return ""
+
+
+def _as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value] if isinstance(value, str) else []
+
+
 # -- REVIEW.md --------------------------------------------------------------------------------
 
 def held_proposals(record: FileRecord, source_page: str, held: list[Held]) -> list[Proposal]:
@@ -170,6 +187,7 @@ class ModelPlanner:
         self.calls = 0  # model calls made (benchmarks read it)
         self.last_estimate: CostEstimate | None = None  # the last source's estimate (eval reads it)
         self.last_prompt_chars: list[int] = []
+        self.last_tolerance: Tolerance | None = None  # how the last source's operations were taken
         if check:
             # A bad model string or a missing key is a clear error at start, not at the first source.
             self.client.check_setup()
@@ -193,6 +211,7 @@ class ModelPlanner:
             self.vault, stem, text, today, self.config.llm.max_section_shrink,
             find_claim_pages=lambda key: self.catalog.phrase_pages(key),
             allow_remote_images=self.config.pages.allow_remote_images,
+            normaliser=self._normaliser(text, today),
         )
         exclude = {page, *SPECIAL_PAGES} - {"overview"}
         routing = route(self.catalog, text, exclude)
@@ -210,6 +229,7 @@ class ModelPlanner:
             usage_in += reply[1].tokens_in
             usage_out += reply[1].tokens_out
             cost += reply[1].cost_usd
+            workspace.kinds.update(reply[1].notes)
             replies.append(reply[0])
             moved = workspace.reload_untouched()
             if moved:
@@ -218,11 +238,14 @@ class ModelPlanner:
             self._apply(reply[0], workspace)
         first = replies[0]
         # The source page gets the reply's title as it came (its sanitizer notes what it cleaned);
-        # the commit subject and log.md get the cleaned one.
-        reply_title = str(first.get("title") or Path(shown_name(record.path)).stem).strip()[:120]
+        # the commit subject and log.md get the cleaned one. A reply without a title (or with a
+        # list for one) is read, not refused: the file's name stands in.
+        reply_title = _one_text(first.get("title")) or file_name_text(Path(shown_name(record.path)).stem)
+        reply_title = reply_title.strip()[:120]
         title = clean_line(reply_title).text or "untitled"
-        summary = " ".join(str(r.get("summary") or "") for r in replies).strip()
-        key_points = [str(p) for r in replies for p in r.get("key_points") or []][:12]
+        summary = " ".join(_one_text(r.get("summary")) for r in replies).strip()[:2400]
+        key_points = [_one_text(p) for r in replies for p in _as_list(r.get("key_points"))][:12]
+        key_points = [p[:400] for p in key_points if p.strip()]
         # The base is the text the operations were applied to (read after the model replied):
         # the writer merges any edit landing after it, and commits a person's earlier edits first.
         changes = [
@@ -230,21 +253,47 @@ class ModelPlanner:
             for state in workspace.changed_pages()
         ]
         touched = [c.page for c in changes]
-        statements = [op for r in replies for op in r.get("operations") or []
-                      if isinstance(op, dict) and op.get("op") == "add_claim"
-                      and not any(h.op is op for h in workspace.held)]
+        statements = [op for op in workspace.applied if op.get("op") == "add_claim"]
         source_text = self._source_page(record, source, data, reply_title, summary, key_points, touched,
                                         statements, today, page, secrets)
         changes.insert(0, PageChange(page, source_text, base=self._read(page), reason="source page"))
         held = held_proposals(record, page, workspace.held)
         if workspace.held:
             self._keep_held_json(record, workspace.held)
+        if workspace.normalised_records:
+            # What was taken after normalising, as the model sent it (its extra fields included).
+            folder = self.vault.state / "normalised"
+            folder.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(folder / f"{record.sha256[:16]}.json", json.dumps(
+                {"source": record.path, "operations": workspace.normalised_records}, indent=2, ensure_ascii=False,
+                default=str))
+        tolerance = Tolerance(workspace.as_sent, workspace.normalised, len(workspace.held), Counter(workspace.kinds),
+                              Counter(h.kind for h in workspace.held))
+        self.last_tolerance = tolerance
+        self.client.costs.record_tolerance(sha256=record.sha256, model=self.config.llm.model, source=record.path,
+                                           tolerance=tolerance)
+        trailers = {"Wikiwright-Ops": tolerance.line()}
         self.ledger.clear_notice("llm")
         return IngestPlan(
             record=record, title=title, source_page=page, changes=changes, engine=self.engine,
             links=touched, claims_added=workspace.claims_added, claims_superseded=workspace.claims_superseded,
-            tokens_in=usage_in, tokens_out=usage_out, cost_usd=cost, held_for_review=held,
+            tokens_in=usage_in, tokens_out=usage_out, cost_usd=cost, held_for_review=held, trailers=trailers,
         )
+
+    def _normaliser(self, text: str, today: date) -> Normaliser:
+        """What resolves the model's page names, claim keys and dates for this ingest."""
+        def exists(name: str) -> bool:
+            try:
+                return self.vault.wiki_path(f"{name}.md").exists()
+            except Exception:  # an unsafe name: it is no page (the checks hold it)
+                return False
+
+        def labels() -> list[tuple[str, str, tuple[str, ...], bool]]:
+            return [(e.stem, e.title, e.aliases, e.name.startswith("sources/")) for e in self.catalog.entries()
+                    if not e.error]
+
+        return Normaliser(PageNames(exists, labels), self.catalog.claim_keys, source_date(text, today),
+                          OPERATION_SCHEMAS)
 
     # -- steps -----------------------------------------------------------------------------
 
@@ -324,7 +373,8 @@ class ModelPlanner:
     def _call(self, system: str, user: str) -> tuple[dict[str, Any], Any]:
         self.calls += 1
         try:
-            return self.client.complete_json(purpose="ingest", system=system, user=user, schema=REPLY_SCHEMA)
+            return self.client.complete_json(purpose="ingest", system=system, user=user, schema=REPLY_SCHEMA,
+                                             accept=REPLY_ENVELOPE)
         except LLMAuthError as exc:
             self._auth_error = str(exc)
             raise
@@ -337,15 +387,17 @@ class ModelPlanner:
             raise SourceRejected("model-reply", f"the model's reply could not be used: {exc}") from None
 
     def _apply(self, reply: dict[str, Any], workspace: Workspace) -> None:
-        operations = [op for op in reply.get("operations") or [] if isinstance(op, dict)]
-        named = {str(op.get("page", "")) for op in operations}
+        """Each operation on its own: normalised, checked, applied or held with its reason."""
+        prepared = [workspace.prepare(op) for op in reply.get("operations") or []]
+        named = {p.page for p in prepared if p.page}
         limit = self.config.llm.max_pages_per_ingest
         if len(named) > limit:
-            for op in operations:
-                workspace.hold(op, f"the reply touches {len(named)} pages, over llm.max_pages_per_ingest ({limit})")
+            for p in prepared:
+                workspace.hold(p.op, f"the reply touches {len(named)} pages, over llm.max_pages_per_ingest ({limit})",
+                               p.sent)
             return
-        for op in operations:
-            workspace.apply(op)
+        for p in prepared:
+            workspace.apply_prepared(p)
 
     def _read(self, name: str) -> str | None:
         try:
@@ -384,6 +436,8 @@ class ModelPlanner:
         """The full proposals, for a person (or review.py) to apply by hand later."""
         folder = self.vault.state / "held"
         folder.mkdir(parents=True, exist_ok=True)
-        data = [{"page": h.page, "reason": h.reason, "op": h.op, "summary": summarize_op(h.op)} for h in held]
+        data = [{"page": h.page, "reason": h.reason, "op": h.op, "summary": summarize_op(h.op),
+                 **({"sent": h.sent} if h.sent is not None else {})} for h in held]
         atomic_write_text(folder / f"{record.sha256[:16]}.json",
-                          json.dumps({"source": record.path, "held": data}, indent=2, ensure_ascii=False))
+                          json.dumps({"source": record.path, "held": data}, indent=2, ensure_ascii=False,
+                                     default=str))

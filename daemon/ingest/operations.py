@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date
@@ -20,6 +21,8 @@ from typing import Any
 
 from ..core.errors import UnsafePathError
 from ..core.vault import Vault
+from ..ingest.llm import validate
+from ..ingest.normalize import Normaliser
 from ..wiki.pages import (
     SPECIAL_PAGES,
     Claim,
@@ -37,6 +40,7 @@ from ..wiki.sanitize import (
     clean_line,
     clean_markdown,
     code_span,
+    escape_text,
     link_target_problem,
     lookalike_problem,
     one_line,
@@ -95,6 +99,14 @@ OPERATION_SCHEMAS: dict[str, dict[str, Any]] = {
     "add_links": _op("add_links", {
         "page": _PAGE, "links": {"type": "array", "items": _PAGE, "minItems": 1, "maxItems": 20},
     }, ["page", "links"]),
+}
+
+# What a reply must be to be read at all: an object with an operations array. Everything else
+# (title, summary, each operation) is checked on its own, so one odd field costs only itself.
+REPLY_ENVELOPE: dict[str, Any] = {
+    "type": "object",
+    "properties": {"operations": {"type": "array", "maxItems": 60}},
+    "required": ["operations"],
 }
 
 REPLY_SCHEMA: dict[str, Any] = {
@@ -166,14 +178,56 @@ def _plain(text: str) -> str:
     return _squash(text).casefold()
 
 
+# Typography a model rewrites while copying a sentence: curly and straight quote marks, dash
+# forms, no-break spaces. Folded on both sides; a word is never folded into another.
+_TYPOGRAPHY = str.maketrans({"\u201c": '"', "\u201d": '"', "\u201e": '"', "\u00ab": '"', "\u00bb": '"',
+                             "\u2033": '"', "\u2018": "'", "\u2019": "'", "\u201a": "'", "\u2032": "'",
+                             "\u00a0": " ", "\u202f": " ", "\u2009": " "})
+_DASH_RE = re.compile(r"\s*[-\u2010-\u2015\u2212]+\s*")
+_ELLIPSIS_RE = re.compile(r"\s*[\[(]?\s*(?:\u2026|\.\s?\.\s?\.)\s*[\])]?\s*")
+_EMPHASIS_RE = re.compile(r"[*_`~]+")
+_PUNCTUATION_RE = re.compile(r"[\",;:!?()\[\]{}]|\.(?!\d)")
+MIN_QUOTE = 8  # characters of a quote (without its ellipses): shorter says too little to check
+MIN_QUOTE_PART = 4  # characters of each part of a quote cut by an ellipsis
+
+
+def _fold_quote_text(text: str) -> str:
+    text = _EMPHASIS_RE.sub("", text.translate(_TYPOGRAPHY))
+    # Dashes and hyphens (``30-day``, ``30–day``, ``a — b``), double quote marks and the
+    # punctuation between words (a comma a model turned into a dash) are typography, not words:
+    # they fold to a space on both sides. A point inside a number (``1.5``) is kept.
+    text = _DASH_RE.sub(" ", text)
+    text = _PUNCTUATION_RE.sub(" ", text)
+    return _squash(text).casefold()
+
+
 def quote_in_source(quote: str, source: str) -> bool:
-    """The quote occurs in the source verbatim (whitespace runs and markdown emphasis aside)."""
-    quote = quote.strip().strip('"').strip()
-    if len(quote) < 8:
+    """The quote says what the source says, word for word: typography aside.
+
+    Tolerated: quote marks and dashes in any form, whitespace runs and line breaks, markdown
+    emphasis, case, an ellipsis at either end, a dropped (or added) final full stop, and an
+    ellipsis in the middle when both parts appear in that order within one paragraph of the
+    source. Not tolerated: a changed, added or missing word."""
+    folded = _fold_quote_text(_ELLIPSIS_RE.sub(" \u2026 ", quote.strip()))
+    parts = [p.strip(" '") for p in folded.split("\u2026")]
+    parts = [p for p in parts if p]
+    if not parts or sum(len(p) for p in parts) < MIN_QUOTE:
         return False
-    if _squash(quote) in _squash(source):
-        return True
-    return _plain(quote) in _plain(source)
+    if len(parts) == 1:
+        return f" {parts[0]} " in f" {_fold_quote_text(_ELLIPSIS_RE.sub(' … ', source))} "
+    if any(len(p) < MIN_QUOTE_PART for p in parts):
+        return False
+    for paragraph in re.split(r"\n[ \t]*\n", source):
+        text = f" {_fold_quote_text(_ELLIPSIS_RE.sub(' … ', paragraph))} "
+        pos = 0
+        for part in parts:
+            found = text.find(f" {part} ", pos)
+            if found < 0:
+                break
+            pos = found + len(part) + 1
+        else:
+            return True
+    return False
 
 
 def page_name_problem(name: str, vault: Vault) -> str:
@@ -193,6 +247,51 @@ def page_name_problem(name: str, vault: Vault) -> str:
 
 # -- the workspace ------------------------------------------------------------------------------
 
+def operation_problem(op: Any) -> str:
+    """Why ``op`` does not have the shape of any operation (after normalising), else ''."""
+    if not isinstance(op, dict):
+        return f"an operation is a JSON object, not {type(op).__name__}"
+    schema = OPERATION_SCHEMAS.get(str(op.get("op")))
+    if schema is None:
+        return f"unknown operation {op.get('op')!r}"
+    errors = validate(op, schema, "$")
+    return f"the {op['op']} operation does not fit its shape: " + "; ".join(errors[:3]) if errors else ""
+
+
+# Held-back reasons, by kind (the tolerance line of `wikiwright eval`): first match wins.
+_REASON_KINDS = [
+    ("unsafe-text", ("unsafe page text",)),
+    ("look-alike-name", ("looks like the existing page", "mixes scripts", "NFC normal form")),
+    ("page-name", ("naming rule", "folder or hidden file", "built by code", "not a valid page name")),
+    ("quote-not-in-source", ("not found in the source", "verbatim")),
+    ("shape", ("does not fit its shape", "unknown operation", "is a JSON object")),
+    ("too-many-pages", ("max_pages_per_ingest",)),
+    ("would-drop-text", ("would drop",)),
+    ("date", ("not a real date",)),
+]
+
+
+def reason_kind(reason: str) -> str:
+    for kind, needles in _REASON_KINDS:
+        if any(n in reason for n in needles):
+            return kind
+    return "other-check"
+
+
+@dataclass
+class Prepared:
+    """One operation of a reply: as the model sent it, and as it will be checked."""
+
+    sent: Any
+    op: Any
+    kinds: Counter[str] = field(default_factory=Counter)  # normalisations applied, by kind
+    extra: dict[str, Any] = field(default_factory=dict)  # fields the model added (ignored)
+
+    @property
+    def page(self) -> str:
+        return str(self.op.get("page", "")) if isinstance(self.op, dict) else ""
+
+
 @dataclass
 class Held:
     """An operation that was not applied, and why."""
@@ -200,6 +299,11 @@ class Held:
     page: str
     reason: str
     op: dict[str, Any]
+    sent: Any = None  # the operation as the model sent it, when normalising changed it
+
+    @property
+    def kind(self) -> str:
+        return reason_kind(self.reason)
 
     def line(self) -> str:
         # REVIEW.md is rendered too: the model's text is shown only inside a code span, and the
@@ -245,8 +349,17 @@ class Workspace:
     approved: bool = False
     # pages.allow_remote_images: remote images in the model's text are held back when off.
     allow_remote_images: bool = False
+    # Takes what the model means (ingest/normalize.py); None: the operation is checked as it is
+    # (an operation a person approved in REVIEW.md was normalised when it was held).
+    normaliser: Normaliser | None = None
     pages: dict[str, PageState] = field(default_factory=dict)
     held: list[Held] = field(default_factory=list)
+    applied: list[dict[str, Any]] = field(default_factory=list)  # operations applied, as applied
+    as_sent: int = 0  # operations applied exactly as sent
+    normalised: int = 0  # operations applied after normalising
+    kinds: Counter[str] = field(default_factory=Counter)  # normalisations of applied operations, by kind
+    # Each operation applied after normalising: as sent (extra fields included), as applied, and how.
+    normalised_records: list[dict[str, Any]] = field(default_factory=list)
     claims_added: int = 0
     claims_superseded: int = 0
     order: list[str] = field(default_factory=list)
@@ -313,22 +426,64 @@ class Workspace:
 
     # -- applying ----------------------------------------------------------------------
 
-    def hold(self, op: dict[str, Any], reason: str) -> None:
+    def hold(self, op: Any, reason: str, sent: Any = None) -> None:
+        if not isinstance(op, dict):
+            op = {"op": "?", "sent": op}
         page = str(op.get("page", ""))
-        self.held.append(Held(page, reason, op))
+        self.held.append(Held(page, reason, op, sent if sent is not None and sent != op else None))
         log.info("held back %s on %s: %s", op.get("op"), page, reason)
 
-    def apply(self, op: dict[str, Any]) -> bool:
-        """Check and apply one operation; a failing check holds it. Returns True if applied."""
+    def prepare(self, op: Any) -> Prepared:
+        if self.normaliser is None:
+            return Prepared(op, op)
+        normal, kinds, extra = self.normaliser.operation(op)
+        return Prepared(op, normal, kinds, extra)
+
+    def apply(self, op: Any) -> bool:
+        """Normalise, check and apply one operation; a failing check holds it. True if applied."""
+        return self.apply_prepared(self.prepare(op))
+
+    def apply_prepared(self, prepared: Prepared) -> bool:
+        op = prepared.op
+        problem = operation_problem(op)
+        if problem:
+            self.hold(op, problem, prepared.sent)
+            return False
+        if self._check_and_apply(op, prepared.sent):
+            self.applied.append(op)
+            if prepared.kinds:
+                self.normalised += 1
+                self.kinds.update(prepared.kinds)
+                self.normalised_records.append({"sent": prepared.sent, "applied": op, "kinds": dict(prepared.kinds)})
+            else:
+                self.as_sent += 1
+            return True
+        return False
+
+    def _check_and_apply(self, op: dict[str, Any], sent: Any) -> bool:
+        held = len(self.held)
+        if self._check_and_apply_op(op):
+            return True
+        if len(self.held) > held and sent is not None and sent != op:
+            self.held[-1].sent = sent
+        return False
+
+    def _check_and_apply_op(self, op: dict[str, Any]) -> bool:
         name = str(op.get("page", ""))
         problem = page_name_problem(name, self.vault)
         if problem:
-            self.hold(op, problem)
+            # A name the normaliser would not resolve because it mixes scripts says so.
+            self.hold(op, (lookalike_problem(name, []) if "naming rule" in problem else "") or problem)
             return False
         reason = unsafe_text(op, self.allow_remote_images)
         if reason:
             self.hold(op, f"unsafe page text ({reason})")
             return False
+        # Nothing unsafe: what only looks like a tag (``<newbase>``, ``List<T>``) is escaped so it
+        # shows as written instead of vanishing as an unknown element.
+        for key in (*_MULTILINE_FIELDS, *_LINE_FIELDS):
+            if isinstance(op.get(key), str):
+                op[key] = escape_text(op[key])
         reason = self._lookalike(name)
         if reason:
             self.hold(op, reason)
@@ -441,6 +596,12 @@ class Workspace:
         value = _squash(str(op["value"])).replace("`", "'")
         if "~~" in value or "[[" in value:
             return "a claim value may not carry links or strike-through"
+        # Checked as it will be rendered: with its backticks gone, what they fenced as code is
+        # page text (`` a` <img onerror=…> `b `` must not become live markup).
+        notes = clean_markdown(value, allow_remote_images=self.allow_remote_images).notes
+        if notes:
+            return f"unsafe page text (value: {'; '.join(notes)})"
+        value = escape_text(value)
         claim = Claim(key, value, str(op["as_of"]), self.source_stem)
         state = self._ensure(name)
         claims = _claims_of(state.page.body)

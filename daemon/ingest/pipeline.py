@@ -228,6 +228,7 @@ class Pipeline:
             if plan.tokens_in or plan.tokens_out:
                 op.trailers["Wikiwright-Tokens"] = f"in {plan.tokens_in}, out {plan.tokens_out}"
                 op.trailers["Wikiwright-Cost-USD"] = f"{plan.cost_usd:.6f}"
+            op.trailers.update(plan.trailers)
             if plan.held_for_review:
                 op.propose(HELD_BACK, plan.held_for_review)
                 op.trailers["Wikiwright-Held"] = str(len(plan.held_for_review))

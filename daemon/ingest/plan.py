@@ -29,7 +29,7 @@ from ..intake.safeopen import read_inside
 from ..wiki.catalog import Catalog
 from ..wiki.pages import slugify, unique_name
 from ..wiki.reviewfile import Proposal
-from ..wiki.sanitize import clean_line
+from ..wiki.sanitize import clean_line, file_name_text
 from ..wiki.writer import PageChange
 
 log = logging.getLogger(__name__)
@@ -49,6 +49,7 @@ class IngestPlan:
     tokens_out: int = 0
     cost_usd: float = 0.0
     held_for_review: list[Proposal] = field(default_factory=list)  # REVIEW.md proposals, added at commit
+    trailers: dict[str, str] = field(default_factory=dict)  # more commit trailers (the model's Wikiwright-Ops)
 
     @property
     def pages(self) -> list[str]:
@@ -150,7 +151,7 @@ class OfflinePlanner:
         stem = page.rsplit("/", 1)[-1]
         shown = shown_name(record.path)
         summary = digest(
-            source.text, source.kind, source.doc_title, humanize_file_name(shown),
+            source.text, source.kind, source.doc_title, file_name_text(humanize_file_name(shown)),
             self.config.ingest.summary_sentences, self.config.ingest.key_points,
         )
         # No two source pages share a title: a generic or taken one gets its project (issue 18).

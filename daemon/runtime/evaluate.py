@@ -40,7 +40,7 @@ from ..core.resources import read_shipped_text
 from ..door import Door
 from ..door.init import init_vault
 from ..history.retract import retract_source
-from ..ingest.llm import CostLedger
+from ..ingest.llm import CostLedger, Tolerance
 from ..ingest.llm_planner import ModelPlanner
 from ..ingest.operations import quote_in_source
 from ..ingest.pipeline import Pipeline
@@ -110,6 +110,8 @@ class Scorecard:
     checks: list[Check] = field(default_factory=list)
     held: list[dict[str, str]] = field(default_factory=list)
     seconds: float = 0.0
+    # Per model: operations applied as sent, applied after normalising (by kind), held (by reason).
+    tolerance: dict[str, Tolerance] = field(default_factory=dict)
 
     @property
     def score(self) -> float:
@@ -122,6 +124,9 @@ class Scorecard:
             "engine": self.engine, "story": self.story, "score": round(self.score, 1),
             "checks": [{**dataclasses.asdict(c), "ratio": round(c.ratio, 3)} for c in self.checks],
             "held_back": self.held,
+            "tolerance": {model: {"as_sent": t.as_sent, "normalised": t.normalised, "held": t.held,
+                                  "normalised_by_kind": dict(t.kinds), "held_by_reason": dict(t.reasons)}
+                          for model, t in self.tolerance.items()},
             "sources": [dataclasses.asdict(r) for r in self.sources],
             "totals": {
                 "calls": sum(r.calls for r in self.sources),
@@ -158,6 +163,8 @@ class Scorecard:
                 lines.append(f"    - {item['source']} → {item['page']}: {item['reason']}")
         else:
             lines.append("  held back: nothing")
+        for model, tolerance in self.tolerance.items():
+            lines.append(f"  tolerance ({model}): {tolerance.line()}")
         lines.append("")
         lines.append(f"score: {self.score:.1f}%")
         return "\n".join(lines)
@@ -382,6 +389,7 @@ def _tell(config: Config, vault: Any, story: dict[str, Any], card: Scorecard) ->
         ingested = [r for r in card.sources if r.state == "ingested"]
         card.checks.append(Check("sources ingested", len(ingested), len(card.sources),
                                  _not_ingested(card.sources)))
+        card.tolerance = costs.tolerance()
         planner.client.close()
     finally:
         costs.close()

@@ -44,20 +44,32 @@ CREATE TABLE IF NOT EXISTS claims (
     key TEXT NOT NULL,
     value TEXT NOT NULL,
     key_terms INTEGER NOT NULL,     -- distinct words of the key
-    value_terms INTEGER NOT NULL    -- distinct words of the value
+    value_terms INTEGER NOT NULL,   -- distinct words of the value
+    attr_terms INTEGER NOT NULL DEFAULT 0  -- distinct words of the key's last part (its attribute)
 );
 CREATE INDEX IF NOT EXISTS claims_page ON claims(page);
 CREATE INDEX IF NOT EXISTS claims_key ON claims(key);
 CREATE TABLE IF NOT EXISTS claim_terms (
     term TEXT NOT NULL,
     claim INTEGER NOT NULL,
-    field TEXT NOT NULL             -- k (a word of the key) | v (a word of the value)
+    field TEXT NOT NULL             -- k key | r key's attribute (counts as k too) | v value | a page's title, aliases
 );
 CREATE INDEX IF NOT EXISTS claim_terms_term ON claim_terms(term);
 CREATE INDEX IF NOT EXISTS claim_terms_claim ON claim_terms(claim);
+-- What a claim is about beyond its key: the words of the sentence a source page quotes for it
+-- (its Statements section), by claim key, so a correction in other words still reaches it.
+CREATE TABLE IF NOT EXISTS statement_terms (
+    term TEXT NOT NULL,
+    key TEXT NOT NULL,
+    page TEXT NOT NULL              -- the source page quoting it
+);
+CREATE INDEX IF NOT EXISTS statement_terms_term ON statement_terms(term);
+CREATE INDEX IF NOT EXISTS statement_terms_page ON statement_terms(page);
 """
 # Bumped when a table above is added: an older catalogue is rebuilt once (it is a cache).
-CATALOG_VERSION = 2  # 2: claim terms read camelCase and abbreviations
+CATALOG_VERSION = 3  # 2: claim terms read camelCase and abbreviations; 3: what a claim is about (issue 22)
+_STATEMENT_RE = re.compile(r"^- `(?P<key>[^`\n]+)`: .*? — “(?P<quote>.*)”\s*$", re.MULTILINE)
+MAX_ABOUT_TERMS = 16  # words of a quoted sentence kept for a claim (its subject, not its every word)
 _WORD_RE = re.compile(r"\w+", re.UNICODE)
 # Titles shorter than this are too common to link automatically.
 MIN_LINK_TITLE = 3
@@ -87,6 +99,7 @@ class ClaimHit:
     value: str
     key_share: float  # share of the key's words found in the text
     value_hits: int  # words of the value found in the text (the old number of a correction)
+    by_key: bool = True  # False: reached by its attribute and what it is about, not by its key
 
     @property
     def score(self) -> float:
@@ -108,6 +121,16 @@ def _words(text: str) -> list[str]:
 # Words too common to say what a claim is about.
 _CLAIM_STOPWORDS = frozenset({"a", "an", "and", "as", "at", "by", "for", "from", "in", "is", "it", "of", "on", "or",
                               "per", "the", "to", "with"})
+
+
+# Words of a quoted sentence that say nothing of what it is about.
+_SUBJECT_STOPWORDS = frozenset({"are", "was", "were", "been", "being", "has", "have", "had", "not", "now", "this",
+                                "that", "these", "those", "its", "our", "their", "we", "they", "will", "would",
+                                "can", "could", "should", "may", "must", "all", "any", "each", "every", "than",
+                                "then", "also", "into", "over", "under", "after", "before", "since", "until",
+                                "longer", "more", "less", "only", "just", "still", "going", "forward", "day",
+                                "days", "week", "weeks", "month", "months", "year", "years", "kept", "keep",
+                                "set", "get", "got", "use", "used", "uses", "allow", "allows", "say", "says"})
 
 
 # camelCase and PascalCase keys (``RateLimit``, ``maxRPS``) are read as their words.
@@ -147,9 +170,13 @@ class Catalog:
                            autocommit=False)
         self._lock = threading.RLock()
         if int(self._db.execute("PRAGMA user_version").fetchone()[0]) < CATALOG_VERSION:
-            with self._db:  # built before the claim index: index every page again on the next refresh
-                for table in ("pages", "pages_fts", "claims", "claim_terms"):
+            with self._db:  # an older claim index: index every page again on the next refresh
+                for table in ("claims", "claim_terms", "statement_terms"):
+                    self._db.execute(f"DROP TABLE IF EXISTS {table}")
+                for table in ("pages", "pages_fts"):
                     self._db.execute(f"DELETE FROM {table}")
+            self._db.executescript(_SCHEMA)
+            with self._db:
                 self._db.execute(f"PRAGMA user_version={CATALOG_VERSION}")
         self._phrases: dict[tuple[str, ...], set[str]] | None = None
         self._phrases_of: dict[str, list[tuple[str, ...]]] = {}
@@ -267,28 +294,45 @@ class Catalog:
         if known:
             self._forget_claims(name)
         if "Claims" in body or "claims" in body:
-            self._index_claims(name, body)
+            self._index_claims(name, body, [title, *aliases])
+        if "## Statements" in body:
+            self._index_statements(name, body)
 
     def _forget_claims(self, name: str) -> None:
         self._db.execute("DELETE FROM claim_terms WHERE claim IN (SELECT id FROM claims WHERE page=?)", (name,))
         self._db.execute("DELETE FROM claims WHERE page=?", (name,))
+        self._db.execute("DELETE FROM statement_terms WHERE page=?", (name,))
 
-    def _index_claims(self, name: str, body: str) -> None:
+    def _index_claims(self, name: str, body: str, labels: list[str]) -> None:
         claims, _ = parse_claims(body)
+        about = claim_terms(" ".join([name.rsplit("/", 1)[-1], *labels]))
         for claim in claims:
             if claim.status not in ("current", "disputed"):
                 continue
             key_words = claim_terms(claim.key)
+            attribute = claim_terms(claim.key.rsplit(".", 1)[-1]) if "." in claim.key else set()
             value_words = claim_terms(claim.value)
             cur = self._db.execute(
-                "INSERT INTO claims(page, key, value, key_terms, value_terms) VALUES (?,?,?,?,?)",
-                (name, claim.key, claim.value, len(key_words), len(value_words)),
+                "INSERT INTO claims(page, key, value, key_terms, value_terms, attr_terms) VALUES (?,?,?,?,?,?)",
+                (name, claim.key, claim.value, len(key_words), len(value_words), len(attribute)),
             )
             ident = cur.lastrowid
             self._db.executemany(
                 "INSERT INTO claim_terms(term, claim, field) VALUES (?,?,?)",
-                [(w, ident, "k") for w in key_words] + [(w, ident, "v") for w in value_words],
+                [(w, ident, "r" if w in attribute else "k") for w in key_words]
+                + [(w, ident, "v") for w in value_words] + [(w, ident, "a") for w in about - key_words],
             )
+
+    def _index_statements(self, name: str, body: str) -> None:
+        """The quoted sentence of each claim a source page states: its words say what the claim
+        is about (``raw events`` for ``ingest-api.data-retention``)."""
+        rows = []
+        for match in _STATEMENT_RE.finditer(body):
+            key = match.group("key")
+            words = claim_terms(match.group("quote")) - claim_terms(key)
+            words = {w for w in words if len(w) > 2 and not w.isdigit() and w not in _SUBJECT_STOPWORDS}
+            rows += [(w, key, name) for w in sorted(words)[:MAX_ABOUT_TERMS]]
+        self._db.executemany("INSERT INTO statement_terms(term, key, page) VALUES (?,?,?)", rows)
 
     # -- queries -----------------------------------------------------------------
 
@@ -418,8 +462,13 @@ class Catalog:
         return [str(r[0]) for r in rows]
 
     def claim_pages(self, text: str, limit: int = 12) -> list[ClaimHit]:
-        """Claims ``text`` speaks about, best first: every word of the key occurs in it (one may
-        be missing from a key of three or more words when a word of the value occurs too).
+        """Claims ``text`` speaks about, best first.
+
+        By its key: every word of the key occurs in the text (one may be missing from a key of
+        three or more words when a word of the value occurs too). By what it is about: every word
+        of the key's attribute (``data-retention``) occurs, and a word of its subject — the page's
+        title or aliases, or the sentence a source quoted for it (``raw events``) — occurs too;
+        so a correction that shares no word with the key's subject still reaches it.
 
         One claim per page (its best); cost grows with the text's distinct words and the claims
         sharing them, not with the number of pages.
@@ -427,7 +476,9 @@ class Catalog:
         terms = sorted(claim_terms(text))
         if not terms:
             return []
-        hits: dict[int, list[int]] = {}
+        hits: dict[int, list[int]] = {}  # claim -> [key words (attribute's included), value, attribute, about]
+        keyed_about: dict[str, int] = {}  # claim key -> words of its quoted sentences found
+        slot = {"k": 0, "v": 1, "r": 2, "a": 3}
         with self._lock:
             for start in range(0, len(terms), 500):
                 chunk = terms[start : start + 500]
@@ -436,25 +487,53 @@ class Catalog:
                     f"SELECT claim, field, count(*) FROM claim_terms WHERE term IN ({marks}) GROUP BY claim, field",
                     chunk,
                 ):
-                    counts = hits.setdefault(claim, [0, 0])
-                    counts[0 if field == "k" else 1] += count
-            keyed = [ident for ident, (k, _) in hits.items() if k >= 2 or (k >= 1 and hits[ident][1] >= 1)]
+                    counts = hits.setdefault(claim, [0, 0, 0, 0])
+                    counts[slot.get(field, 3)] += count
+                    if field == "r":
+                        counts[0] += count
+                for key, count in self._db.execute(
+                    f"SELECT key, count(DISTINCT term) FROM statement_terms WHERE term IN ({marks}) GROUP BY key",
+                    chunk,
+                ):
+                    keyed_about[key] = keyed_about.get(key, 0) + int(count)
+            quoted_keys = [k for k, n in keyed_about.items() if n >= 2]
+            keyed = [ident for ident, (k, v, r, _) in hits.items() if k >= 2 or (k >= 1 and v >= 1) or r >= 1]
             rows = []
             for start in range(0, len(keyed), 500):
                 chunk = [str(i) for i in keyed[start : start + 500]]
                 rows += self._db.execute(
-                    f"SELECT id, page, key, value, key_terms FROM claims WHERE id IN ({','.join(chunk)})"
+                    f"SELECT id, page, key, value, key_terms, attr_terms FROM claims WHERE id IN ({','.join(chunk)})"
                 ).fetchall()
+            seen = {row[0] for row in rows}
+            for start in range(0, len(quoted_keys), 500):
+                chunk = quoted_keys[start : start + 500]
+                rows += [row for row in self._db.execute(
+                    f"SELECT id, page, key, value, key_terms, attr_terms FROM claims WHERE key IN "
+                    f"({','.join('?' * len(chunk))})", chunk).fetchall() if row[0] not in seen]
         best: dict[str, ClaimHit] = {}
-        for ident, page, key, value, key_terms in rows:
-            found_key, found_value = hits[ident]
+        for ident, page, key, value, key_terms, attr_terms in rows:
+            found_key, found_value, found_attr, found_about = hits.get(ident, [0, 0, 0, 0])
             missing = key_terms - found_key
-            if missing > 1 or (missing == 1 and (key_terms < 3 or found_value == 0)):
+            by_key = not (missing > 1 or (missing == 1 and (key_terms < 3 or found_value == 0)))
+            quoted = keyed_about.get(key, 0)
+            about = found_about + quoted
+            # Its attribute and a word of its subject, or two words of the sentence it was quoted from.
+            by_subject = (attr_terms >= 1 and found_attr >= attr_terms and about >= 1) or quoted >= 2
+            if not (by_key or by_subject):
                 continue
-            hit = ClaimHit(page, key, value, found_key / max(1, key_terms), found_value)
+            share = found_key / max(1, key_terms)
+            if not by_key:  # reached by what it is about: ranked below every claim reached by its key
+                share = min(share, 0.45) * min(about, 3) / 3
+            hit = ClaimHit(page, key, value, share, found_value, by_key)
             if page not in best or hit.score > best[page].score:
                 best[page] = hit
         return sorted(best.values(), key=lambda h: (-h.score, h.page))[:limit]
+
+    def claim_keys(self) -> list[str]:
+        """Every key of a current claim (a model's key is matched against these before a new one is made)."""
+        with self._lock:
+            rows = self._db.execute("SELECT DISTINCT key FROM claims").fetchall()
+        return [str(r[0]) for r in rows]
 
     def claim_key_pages(self, key: str) -> list[str]:
         """Pages holding a current claim with exactly this key."""

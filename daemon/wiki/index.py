@@ -15,7 +15,7 @@ from datetime import date
 
 from ..wiki.catalog import PageEntry
 from ..wiki.pages import Page, render_page
-from ..wiki.sanitize import clean_line
+from ..wiki.sanitize import clean_line, link_label
 
 INDEX_START = "<!-- wikiwright:index:start (built by wikiwright; edit outside this block) -->"
 INDEX_END = "<!-- wikiwright:index:end -->"
@@ -49,7 +49,8 @@ def _line(entry: PageEntry) -> str:
     if len(summary) > 140:
         summary = summary[:137].rstrip() + "…"
     same = entry.title.casefold() == entry.stem.casefold()
-    label = f"[[{entry.stem}]]" if same else f"[[{entry.stem}|{entry.title}]]"
+    # A title is data (a model's, a file name's): through the sanitizer, and unable to close the link.
+    label = f"[[{entry.stem}]]" if same else f"[[{entry.stem}|{link_label(clean_line(entry.title).text)}]]"
     return f"- {label}" + (f" — {summary}" if summary else "")
 
 

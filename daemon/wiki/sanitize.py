@@ -11,6 +11,10 @@ before it becomes page text, whichever engine produced it:
   image (http, https, ``//host``) becomes a plain link unless ``pages.allow_remote_images``;
   a local image or embed must stay inside the vault.
 - ``![[…]]`` embeds only of vault-relative names.
+- Anything else that looks like a tag but is no HTML element — ``<newbase>``, an address
+  ``<name@host>``, a generic ``List<T>``, ``<test_class.Instance>``, an autolink — is *escaped*
+  (``&lt;``), so it shows as written: a person's or a source's text is never deleted for
+  looking like markup, and an escape is not a change worth a note.
 - Code (fenced blocks, inline spans) is text to Obsidian and is kept byte for byte.
 - One-line values (titles, summaries, aliases, key points, claim values) are put on one line
   with control characters escaped, so a value cannot add lines, headings or front matter.
@@ -68,8 +72,10 @@ def _decoded_url(raw: str) -> str:
     url = raw.strip()
     if url.startswith("<") and url.endswith(">"):
         url = url[1:-1]
-    url = html.unescape(url)
-    return _INVISIBLE_RE.sub("", url).casefold()
+    url = _INVISIBLE_RE.sub("", html.unescape(url)).strip()
+    if url.startswith("<") and url.endswith(">"):  # ``(&lt;data:…>)``: the escaped form of ``(<data:…>)``
+        url = url[1:-1].strip()
+    return url.casefold()
 
 
 def url_scheme(raw: str) -> str:
@@ -304,6 +310,53 @@ def _clean_html_lines(text: str, allow_remote: bool, notes: list[str]) -> str:
     return "".join(out)
 
 
+# Every element name HTML, SVG or MathML knows (current and obsolete): a ``<name`` of one of these
+# is markup, for nh3 to keep or remove (with a note); any other ``<…`` is text and is escaped.
+HTML_ELEMENTS = frozenset("""
+a abbr acronym address applet area article aside audio b base basefont bdi bdo bgsound big blink blockquote
+body br button canvas caption center cite code col colgroup command content data datalist dd del details dfn
+dialog dir div dl dt element em embed fieldset figcaption figure font footer form frame frameset h1 h2 h3 h4
+h5 h6 head header hgroup hr html i iframe image img input ins isindex kbd keygen label legend li link listing
+main map mark marquee math menu menuitem meta meter multicol nav nextid nobr noembed noframes noscript object
+ol optgroup option output p param picture plaintext portal pre progress q rb rp rt rtc ruby s samp script
+search section select shadow slot small source spacer span strike strong style sub summary sup svg table
+tbody td template textarea tfoot th thead time title tr track tt u ul var video wbr xmp
+animate animatemotion animatetransform circle clippath defs desc ellipse feimage filter foreignobject g
+line lineargradient marker mask path pattern polygon polyline radialgradient rect set stop symbol text
+textpath tspan use view annotation annotation-xml maction merror mfrac mglyph mi mmultiscripts mn mo mover
+mpadded mphantom mroot mrow ms mspace msqrt mstyle msub msubsup msup mtable mtd mtext mtr munder munderover
+semantics
+""".split())  # noqa: SIM905 (a word list reads better than 220 quoted strings)
+_TAG_LIKE_RE = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9:_.@+\-]*)?([^<]?)")
+
+
+def escape_non_html(text: str) -> str:
+    """``<`` that does not open an HTML element (or a comment) becomes ``&lt;``: shown as written."""
+    if "<" not in text:
+        return text
+
+    def one(match: re.Match[str]) -> str:
+        name, after = match.group(2), match.group(3)
+        whole = match.group(0)
+        if name is None:
+            # "<!--" and "<!DOCTYPE" are markup (nh3 drops comments); "<?php", "</ >" are text;
+            # "< 5" and "<=" open nothing and stay as they are.
+            return "&lt;" + whole[1:] if whole[1:2] in ("/", "?") else whole
+        if name.casefold() in HTML_ELEMENTS and (after == "" or after in " \t\n\r/>"):
+            return whole
+        return "&lt;" + whole[1:]
+
+    return _TAG_LIKE_RE.sub(one, text)
+
+
+def escape_text(text: str) -> str:
+    """``text`` with what looks like a tag but is no HTML element escaped, code left as it is
+    (what :func:`clean_markdown` does to such text, without the rest of its cleaning)."""
+    if "<" not in text:
+        return text
+    return "".join(piece if is_code else escape_non_html(piece) for is_code, piece in _split_code(text))
+
+
 def clean_markdown(text: str, *, allow_remote_images: bool = False) -> Cleaned:
     """Page text made safe to render; code is left as it is."""
     notes: list[str] = []
@@ -312,11 +365,36 @@ def clean_markdown(text: str, *, allow_remote_images: bool = False) -> Cleaned:
         if is_code:
             out.append(piece)
             continue
+        piece = escape_non_html(piece)
         piece = _clean_embeds(piece, notes)
         piece = _clean_links(piece, allow_remote_images, notes)
         piece = _clean_html_lines(piece, allow_remote_images, notes)
+        piece = _defang_destinations(piece, notes)
         out.append(piece)
     return Cleaned("".join(out), list(dict.fromkeys(notes)))
+
+
+# ``](javascript:…)`` left after the links were cleaned is no link of the text's own but could
+# become one next to other text (``[[page|Notes]](data:…)`` in index.md): the URL is removed,
+# as a dangerous link's is.
+_LEFT_DESTINATION_RE = re.compile(r"\]\(\s*(?:<|&lt;)?\s*(?:" + "|".join(sorted(BLOCKED_SCHEMES))
+                                  + r")\s*:[^)\n]*\)?", re.IGNORECASE)
+
+
+def _defang_destinations(text: str, notes: list[str]) -> str:
+    if "](" not in text:
+        return text
+    fixed = _LEFT_DESTINATION_RE.sub("]", text)
+    if fixed != text:
+        notes.append("removed a dangerous URL after a closing bracket (not a link of the text's own)")
+    return fixed
+
+
+def file_name_text(name: str) -> str:
+    """A file name as page text: markup in it (``<img …>``, ``[c](javascript:…)``, backticks) is
+    escaped so it shows as written and is never HTML, a link or code."""
+    return (name.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("[", "&#91;")
+            .replace("]", "&#93;").replace("`", "&#96;"))
 
 
 def one_line(text: str) -> str:
@@ -362,12 +440,37 @@ _CONFUSABLES = str.maketrans({
 })
 
 
+_PROTOTYPES: dict[int, str] | None = None
+
+
+def _prototypes() -> dict[int, str]:
+    """Each non-ASCII character Unicode lists as confusable with an ASCII letter or digit (its
+    confusables table, via confusable-homoglyphs: ``ɑ`` → ``a``, ``ℓ`` → ``l``, ``ɡ`` → ``g``),
+    mapped to that letter. Loaded on first use (a 1 MB table most commands never need)."""
+    global _PROTOTYPES
+    if _PROTOTYPES is None:
+        table: dict[int, str] = {}
+        try:
+            from confusable_homoglyphs.confusables import confusables_data
+        except ImportError:  # the hand list below still holds the common ones
+            confusables_data = {}
+        for char, homoglyphs in confusables_data.items():
+            if len(char) != 1 or char.isascii():
+                continue
+            plain = [h["c"] for h in homoglyphs if len(h["c"]) == 1 and h["c"].isascii() and h["c"].isalnum()]
+            if plain:
+                table[ord(char)] = plain[0].casefold()
+        _PROTOTYPES = table
+    return _PROTOTYPES
+
+
 def skeleton(name: str) -> str:
-    """A name folded the way eyes read it: NFKC, case, accents, look-alike letters, separators."""
+    """A name folded the way eyes read it: NFKC, case, accents, look-alike letters (Unicode's
+    confusables, not only NFKC), separators."""
     folded = unicodedata.normalize("NFKD", unicodedata.normalize("NFKC", name).casefold())
     folded = "".join(ch for ch in folded if not unicodedata.combining(ch))
-    folded = _INVISIBLE_RE.sub("", folded).translate(_CONFUSABLES)
-    return re.sub(r"[\W_]+", "", folded)
+    folded = _INVISIBLE_RE.sub("", folded).translate(_CONFUSABLES).translate(_prototypes())
+    return re.sub(r"[\W_]+", "", folded.translate(_CONFUSABLES))
 
 
 def scripts_of(name: str) -> set[str]:
