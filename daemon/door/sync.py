@@ -221,6 +221,7 @@ class Syncer:
                     return merged
                 report.conflicts += merged.conflicts
                 report.duplicates += merged.duplicates
+                report.refused += merged.refused
                 report.merged = merged.merged or report.merged
             else:
                 return self._wait("waiting", "the push was rejected again and again (busy remote); next round "
@@ -619,11 +620,14 @@ class Syncer:
 
         if not refusals:
             return [], {}
-        take = (f"to take it anyway: `git checkout {theirs[:12]} -- <path>`, read it, commit it; tick when "
-                "done")
+        def take(path: str) -> str:
+            if sync_problem(path):
+                return "never taken by sync; tick to dismiss"
+            return f"to take it anyway: `git checkout {theirs[:12]} -- <path>`, read it, commit it; tick when done"
+
         if len(refusals) > 20:
             text = (f"refused from the remote: {len(refusals)} entries of {theirs[:12]} ({refusals[0].why}) — "
-                    f"listed below; {take}")
+                    f"listed below; {take(refusals[0].path)}")
             item = proposal("sync-refused", text, facts={"commit": theirs, "count": len(refusals)},
                             heading=REFUSED_HEADING)
             lines = [f"    - {code_span(r.path)} ({escape_controls(r.why)})" for r in refusals[:50]]
@@ -633,7 +637,7 @@ class Syncer:
         items, details = [], {}
         quoted = _read_blobs(self.repo, [r.blob for r in refusals if r.quote and r.blob])
         for refusal in refusals:
-            text = f"refused from the remote: {code_span(refusal.path)} ({refusal.why}) — {take}"
+            text = f"refused from the remote: {code_span(refusal.path)} ({refusal.why}) — {take(refusal.path)}"
             item = proposal("sync-refused", text, facts={"path": refusal.path, "blob": refusal.blob,
                                                          "why": refusal.why}, heading=REFUSED_HEADING)
             items.append(item)
