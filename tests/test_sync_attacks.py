@@ -415,9 +415,14 @@ def test_a_forged_door_journal_never_writes_outside_the_vault(world: World) -> N
 
 # -- denial of service -------------------------------------------------------------------------------
 
-def test_a_huge_page_is_held(world: World) -> None:
-    untouched = Untouched(world)
+@pytest.mark.parametrize("merge", [False, True], ids=["fast-forward", "merge"])
+def test_a_huge_page_is_held(world: World, merge: bool) -> None:
     existing = world.root / "wiki" / "sources" / "src-first.md"
+    if merge:
+        # The person changed the same page and committed: a conflicted path the merge never reads.
+        existing.write_bytes(existing.read_bytes() + b"\nThe person's own line.\n")
+        git(world.root, "commit", "-qam", "my line")
+    untouched = Untouched(world)
     before = existing.read_bytes()
     huge = b"# Huge\n\n" + b"All work and no play makes a huge page.\n" * 8000  # ~330 KB > 200 KB
     world.push({"wiki/huge.md": huge, "wiki/sources/src-first.md": before + huge,
@@ -445,4 +450,23 @@ def test_thousands_of_new_files_are_held(world: World) -> None:
     assert "refused from the remote: 2500 entries of" in world.review()
     assert not [p for p in world.head_paths() if p.startswith("wiki/spam/")]
     assert len(report.refused) == 2500, len(report.refused)
+    world.assert_ingest_works()
+
+
+def test_a_folder_the_remote_turns_into_a_file_does_not_stop_sync(world: World) -> None:
+    world.push({"wiki/notes.md/first.md": b"# First\n\nan ordinary page in an odd folder\n"})
+    world.victim.sync()
+    assert (world.root / "wiki" / "notes.md" / "first.md").exists()
+    world._git("fetch", "-q", "origin")
+    parent = world._git("rev-parse", "origin/main")
+    rows = [r for r in world._rows(world._git("rev-parse", f"{parent}:wiki")) if r[3] != "notes.md"]
+    rows.append(("100644", "blob", world.blob(b"# Notes\n\nnow a page\n"), "notes.md"))
+    wiki = world._git("mktree", "-z", data="".join(f"{m} {k} {s}\t{n}\0" for m, k, s, n in rows).encode())
+    root_rows = [r for r in world._rows(world._git("rev-parse", f"{parent}^{{tree}}")) if r[3] != "wiki"]
+    root_rows.append(("040000", "tree", wiki, "wiki"))
+    root = world._git("mktree", "-z", data="".join(f"{m} {k} {s}\t{n}\0" for m, k, s, n in root_rows).encode())
+    world._git("push", "-q", "origin", f"{world._git('commit-tree', root, '-p', parent, '-m', 'folder to file')}:"
+                                       "refs/heads/main")
+    world.victim.sync()
+    assert (world.root / "wiki" / "notes.md").read_text(encoding="utf-8") == "# Notes\n\nnow a page\n"
     world.assert_ingest_works()

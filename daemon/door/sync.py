@@ -85,7 +85,7 @@ from ..wiki.blockmerge import Markers, merge_with_block
 from ..wiki.catalog import Catalog
 from ..wiki.index import INDEX_END, INDEX_START, block_of, render_index_block, splice_index
 from ..wiki.pagemerge import Merge3, PageMerge, merge_page, merge_plain
-from .synctree import Entry, Refusal, Screen, Screened, build_tree, tree_entries
+from .synctree import Entry, Refusal, Screen, Screened, blob_sizes, build_tree, tree_entries
 from .trailers import REFUSED_KEY as TRAILERS_REFUSED_KEY
 from .trailers import Refusal as TrailerRefusal
 from .trailers import (
@@ -229,6 +229,7 @@ class Syncer:
                     return merged
                 report.conflicts += merged.conflicts
                 report.duplicates += merged.duplicates
+                report.refused += merged.refused
                 report.merged = merged.merged or report.merged
             else:
                 return self._wait("waiting", "the push was rejected again and again (busy remote); next round "
@@ -389,13 +390,16 @@ class Syncer:
         merged = self.remote.merge_tree(head, theirs)
         resolutions: dict[str, bytes | None] = {}
         reviews: list[tuple[str, PageMerge]] = []
-        for path in sorted(merged.conflicts):
+        unread = self._unmergeable(merged)
+        for path in sorted(set(merged.conflicts) - set(unread)):
             data, review = self._resolve(path, stages_blobs(self.repo, merged, path))
             resolutions[path] = data
             if review is not None:
                 reviews.append((path, review))
         duplicates, undone = self._duplicates(head, theirs, merged, resolutions)
-        screened = self._screen(head, self._tree_with(merged.tree, resolutions))
+        candidate = self._tree_with(merged.tree, resolutions)
+        candidate.update(unread)
+        screened = self._screen(head, candidate)
         refused = {r.path for r in screened.refused}
         reviews = [(path, review) for path, review in reviews if path not in refused]  # the local page stays
         tree = merged.tree if not resolutions and not screened.changed else \
@@ -420,6 +424,18 @@ class Syncer:
         log.info("%s%s%s", subject, f"; conflicts kept for review: {', '.join(report.conflicts)}" if reviews else "",
                  f"; {len(screened.refused)} entries refused" if screened.refused else "")
         return report
+
+    def _unmergeable(self, merged: MergeTree) -> dict[str, Entry]:
+        """Conflicted paths whose remote side the screen refuses anyway (a name off the allow-list,
+        bytes over the limits): never read or merged; the remote's entry goes to the screen."""
+        remote = {path: stages[3] for path, stages in merged.conflicts.items() if 3 in stages}
+        sizes = blob_sizes(self.repo, [stage.blob for stage in remote.values()])
+        limit = max(self.config.lint.max_page_bytes, self.config.git.commit_raw_max_bytes,
+                    self.config.git.sync_max_file_bytes)
+        return {path: (stage.mode, stage.blob) for path, stage in remote.items()
+                if sync_problem(path) or stage.mode not in ("100644", "100755") or sizes.get(stage.blob, 0) > limit
+                or (path.startswith("wiki/") and sizes.get(stage.blob, 0) > self.config.lint.max_page_bytes
+                    and path not in ("wiki/index.md", "wiki/log.md", "wiki/overview.md"))}
 
     def _screen(self, head: str | None, candidate: dict[str, Entry]) -> Screened:
         """The candidate tree's entries with what this vault refuses put back as HEAD has them."""
@@ -628,11 +644,14 @@ class Syncer:
 
         if not refusals:
             return [], {}
-        take = (f"to take it anyway: `git checkout {theirs[:12]} -- <path>`, read it, commit it; tick when "
-                "done")
+        def take(path: str) -> str:
+            if sync_problem(path):
+                return "never taken by sync; tick to dismiss"
+            return f"to take it anyway: `git checkout {theirs[:12]} -- <path>`, read it, commit it; tick when done"
+
         if len(refusals) > 20:
             text = (f"refused from the remote: {len(refusals)} entries of {theirs[:12]} ({refusals[0].why}) — "
-                    f"listed below; {take}")
+                    f"listed below; {take(refusals[0].path)}")
             item = proposal("sync-refused", text, facts={"commit": theirs, "count": len(refusals)},
                             heading=REFUSED_HEADING)
             lines = [f"    - {code_span(r.path)} ({escape_controls(r.why)})" for r in refusals[:50]]
@@ -642,7 +661,7 @@ class Syncer:
         items, details = [], {}
         quoted = _read_blobs(self.repo, [r.blob for r in refusals if r.quote and r.blob])
         for refusal in refusals:
-            text = f"refused from the remote: {code_span(refusal.path)} ({refusal.why}) — {take}"
+            text = f"refused from the remote: {code_span(refusal.path)} ({refusal.why}) — {take(refusal.path)}"
             item = proposal("sync-refused", text, facts={"path": refusal.path, "blob": refusal.blob,
                                                          "why": refusal.why}, heading=REFUSED_HEADING)
             items.append(item)
@@ -704,17 +723,32 @@ class Syncer:
             journal["paths"][path] = [old or "", new or ""]
         self._write_journal(journal)
         contents = _read_blobs(self.repo, [new for _, new, _ in plan if new])
-        for path, new, mode in plan:
+        # Removals first (a folder the remote turned into a file is emptied before the file
+        # lands); never an executable bit; one file that cannot be written never stops the round.
+        for path, new, _mode in sorted(plan, key=lambda item: bool(item[1])):
             target = self.vault.root / path
-            if new:
-                target.parent.mkdir(parents=True, exist_ok=True)
-                atomic_write_bytes(target, contents[new])
-                if mode == "100755":
-                    target.chmod(0o755)
-            else:
-                target.unlink(missing_ok=True)
+            try:
+                if new:
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    atomic_write_bytes(target, contents[new])
+                else:
+                    target.unlink(missing_ok=True)
+                    self._prune_empty(target.parent)
+            except OSError as exc:
+                skipped.append(path)
+                log.warning("sync: %s could not be written (%s); left as it is", escape_controls(path)[:300], exc)
         crash_point("sync-files-written")
         return skipped
+
+    def _prune_empty(self, folder: Path) -> None:
+        """Folders a removal left empty, up to (not including) wiki/, raw/ and logs/."""
+        root = self.vault.root
+        while folder != root and folder.parent != root and not folder.is_symlink():
+            try:
+                folder.rmdir()
+            except OSError:
+                return
+            folder = folder.parent
 
     def _target(self, path: str) -> Path | None:
         """Where sync may write ``path``: on the allow-list, no symbolic link on the way (else None)."""

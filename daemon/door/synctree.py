@@ -214,7 +214,7 @@ class Screen:
         wanted += [head[p][1] for p in readable if p in head and sync_kind(p) in ("page", "review", "schema", "log",
                                                                                   "gitignore")]
         data = self._read(self.repo, wanted)
-        existing = self._page_names(head)
+        existing = self._page_names(head) if any(p not in head and sync_kind(p) == "page" for p in readable) else {}
         for path in readable:
             blob = candidate[path][1]
             kind = sync_kind(path)

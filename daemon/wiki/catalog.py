@@ -237,7 +237,7 @@ class Catalog:
                     path = self.vault.wiki / f"{name}.md"
                     try:
                         st = path.lstat()
-                    except FileNotFoundError:
+                    except (FileNotFoundError, NotADirectoryError):  # a folder that became a page
                         continue
                     on_disk[name] = (st.st_size, st.st_mtime_ns)
                 candidates = set(names)
