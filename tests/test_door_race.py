@@ -106,8 +106,9 @@ def test_hundreds_of_person_edits_against_the_door(services: Services, config: C
     person.start()
     try:
         n = 0
-        # Operations until the person has made EDITS edits, and at least six rounds of them.
-        while person.is_alive() and (n < 6 or len(person.wrote) < EDITS):
+        # Operations until the person has made EDITS edits, and at least six rounds of them
+        # (however slow a loaded machine makes the rounds: the count is no speed test).
+        while n < 6 or (person.is_alive() and len(person.wrote) < EDITS):
             n += 1
             services.drop(f"race-{n}.md", f"# Race source {n}\n\nThe billing API now answers in {n} ms.\n")
             services.drain()
