@@ -117,6 +117,7 @@ class Regenerator:
         self.dropped: dict[str, set[str]] = {}  # key -> sources whose title-match mention went
         self._terms_cache: dict[str, set[str] | None] = {}
         self._pages: dict[str, str] = {}
+        self.had_block = OVERVIEW_START in (session.read("overview") or "")
 
     def close(self) -> None:
         self.index.close()
@@ -363,27 +364,18 @@ class Regenerator:
     # -- overview.md ------------------------------------------------------------------------
 
     def overview(self) -> PageChange | None:
-        """overview.md's block from the index as it is now (call after pages are written)."""
-        current = self.session.read("overview")
-        if current is None or OVERVIEW_START not in current or OVERVIEW_END not in current:
+        """overview.md's block from the index as it is now (call after pages are written), if
+        overview.md had one before this operation."""
+        if not self.had_block:
             return None
         return self.keeper.overview_change(self.today, "")
 
 
 def mask_overview(text: str | None) -> str | None:
-    """overview.md with its generated block reduced to its markers (reverse-patched apart)."""
+    """overview.md without its generated block (reverse-patched apart; rendered again after)."""
     if text is None:
         return None
     start, end = text.find(OVERVIEW_START), text.find(OVERVIEW_END)
     if start == -1 or end < start:
         return text
-    return text[:start] + OVERVIEW_START + "\n" + text[end:]
-
-
-def unmask_overview(masked: str, current: str) -> str:
-    """Put ``current``'s generated block back into a masked text."""
-    start, end = current.find(OVERVIEW_START), current.find(OVERVIEW_END)
-    if start == -1 or end < start:
-        return masked
-    block = current[start:end]
-    return masked.replace(OVERVIEW_START + "\n", block, 1)
+    return text[:start].rstrip("\n") + "\n" + text[end + len(OVERVIEW_END):].lstrip("\n")
