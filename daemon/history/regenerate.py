@@ -29,6 +29,7 @@ from datetime import date
 from ..core.errors import WikiwrightError
 from ..door import Operation
 from ..ingest.concepts import (
+    MAX_LISTED,
     MAX_RELATED,
     MENTIONED,
     OVERVIEW_END,
@@ -230,7 +231,8 @@ class Regenerator:
                              "a person edited it")
             parsed.body = self._note(self._strip_source(parsed.body, gone))
         else:
-            parsed.body = self._strip_source(parsed.body, gone)
+            parsed.body = self._refill(self._strip_source(parsed.body, gone), remaining)
+            parsed.body = self._count(parsed.body, len(sources))
             parsed.body = self._what_it_is(parsed, remaining)
             parsed.body = self._related(parsed.body, key, page)
         meta = parsed.meta
@@ -253,10 +255,40 @@ class Regenerator:
             return body
         lines = section.splitlines(keepends=True)
         kept = [line for line in lines if not ((m := _LINK_LINE.match(line)) and m.group(1) in gone)]
-        count = len([line for line in kept if _LINK_LINE.match(line)])
-        kept = [re.sub(r"^- Mentioned by \d+ sources in all\.", f"- Mentioned by {count} sources in all.", line)
-                for line in kept]
         return set_section(body, MENTIONED, "".join(kept)) if kept != lines else body
+
+    @staticmethod
+    def _count(body: str, total: int) -> str:
+        """The engine's "Mentioned by N sources in all." line says how many mention it now."""
+        section = get_section(body, MENTIONED)
+        if section is None or "- Mentioned by " not in section:
+            return body
+        new = re.sub(r"(?m)^- Mentioned by \d+ sources in all\.", f"- Mentioned by {total} sources in all.", section)
+        return set_section(body, MENTIONED, new) if new != section else body
+
+    def _refill(self, body: str, remaining: list[Mention]) -> str:
+        """A list the engine capped at MAX_LISTED lines, one short now: the next sources that
+        mention the term take the free places, in ingest order, as the engine fills it."""
+        section = get_section(body, MENTIONED)
+        if section is None or not remaining or not remaining[0].sentence:
+            return body
+        lines = section.rstrip("\n").split("\n")
+        listed = {m.group(1) for line in lines if (m := _LINK_LINE.match(line)) and not line.startswith("- Mentioned")}
+        if not any(line.startswith("- Mentioned by ") for line in lines) or len(listed) >= MAX_LISTED:
+            return body
+        extra = [m for m in remaining if m.source not in listed][: MAX_LISTED - len(listed)]
+        if not extra:
+            return body
+        count_at = next((i for i, line in enumerate(lines) if line.startswith("- Mentioned by ")), len(lines))
+        lines[count_at:count_at] = [self._mention_line(m) for m in extra]
+        return set_section(body, MENTIONED, "\n".join(lines) + "\n\n")
+
+    def _mention_line(self, mention: Mention) -> str:
+        entry = self.session.catalog.get(f"sources/{mention.source}")
+        title = " ".join((entry.title if entry else "").replace("|", "/").replace("]", ")").replace("[", "(").split())
+        link = f"[[{mention.source}|{quote_safe(title)}]]" if title and title != mention.source else \
+            f"[[{mention.source}]]"
+        return f"- {link}: “{quote_safe(mention.sentence)}”"
 
     def _what_it_is(self, page: Page, remaining: list[Mention]) -> str:
         body = page.body
@@ -333,20 +365,29 @@ class Regenerator:
             low = body.casefold()
             if name not in extra and not any(n in low for n in needles):
                 continue
+            # Checked on the file first: reading through the operation settles the page (a git
+            # call), worth it only for a page that changes.
+            if name not in res.edits and self._unlinked(name, body, targets, extra) is None:
+                continue
             text = res.text(name, session)
-            if text is None:
-                continue
-            try:
-                parsed = parse_page(text)
-            except FrontMatterError:
-                continue
-            mine = targets | extra.get(name, set())
-            new_body = _drop_link_lines(parsed.body, RELATED_SOURCE_SECTION, mine)
-            new_body = _drop_link_lines(new_body, "Related", targets | self._unrelated(name, parsed.body))
-            if new_body != parsed.body:
-                parsed.body = new_body
-                res.put(name, session, render_page(parsed))
+            new = self._unlinked(name, text, targets, extra) if text is not None else None
+            if new is not None:
+                res.put(name, session, new)
                 res.handled.add(name)
+
+    def _unlinked(self, name: str, text: str, targets: set[str], extra: dict[str, set[str]]) -> str | None:
+        """``text`` without its generated links to ``targets`` (None: nothing to take out)."""
+        try:
+            parsed = parse_page(text)
+        except FrontMatterError:
+            return None
+        mine = targets | extra.get(name, set())
+        new_body = _drop_link_lines(parsed.body, RELATED_SOURCE_SECTION, mine)
+        new_body = _drop_link_lines(new_body, "Related", targets | self._unrelated(name, parsed.body))
+        if new_body == parsed.body:
+            return None
+        parsed.body = new_body
+        return render_page(parsed)
 
     def _unrelated(self, name: str, body: str) -> set[str]:
         """Pages this source made related to ``name`` that no longer share two sources with it."""
