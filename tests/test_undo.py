@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from pathlib import Path
 
 from wikiwright.core.config import Config
@@ -337,3 +338,45 @@ def test_doctor_checks_only_what_is_new_and_keeps_reporting_what_it_found(vault:
     for args in ((), (), ("--full",)):
         done = cli("doctor", "--no-repair", *args, "--vault", str(root))
         assert done.returncode == 1 and "See [[overview]]." in done.stdout, (args, done.stdout)
+
+
+# -- after a sync round ------------------------------------------------------------------------
+
+def test_revert_on_this_machine_of_a_source_ingested_on_the_other(tmp_path: Path) -> None:
+    from tests.test_sync import Machine
+
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    (tmp_path / "a").mkdir()
+    subprocess.run(["git", "init", "-q", str(tmp_path / "a")], check=True)
+    git(tmp_path / "a", "remote", "add", "origin", str(remote))
+    a = Machine(tmp_path / "a")
+    a.sync()
+    subprocess.run(["git", "clone", "-q", str(remote), str(tmp_path / "b")], check=True)
+    b = Machine(tmp_path / "b")
+    try:
+        b.sync()
+        for name, text in corpus(4)[:3]:
+            (a.vault.raw / name).parent.mkdir(parents=True, exist_ok=True)
+            a.ingest(name, text)
+        a.sync()
+        b.sync()
+        first = ingest_commits(b.root)[::-1][0]
+        name, text = corpus(4)[3]
+        (b.vault.raw / name).parent.mkdir(parents=True, exist_ok=True)
+        b.ingest(name, text)
+        stem = "src-" + Path(git(b.root, "log", "-1", "--format=%B", first).split("Wikiwright-Source: raw/")[1]
+                            .split()[0]).stem
+        out = _run(b.root, "revert", first)
+        assert "Reverted the ingest of" in out
+        for rel, page_text in _wiki_text(b.root).items():
+            if rel != "log.md":
+                assert f"[[{stem}" not in page_text, rel
+        _doctor_clean(b.root)
+        b.sync()
+        a.sync()
+        assert f"sources/{stem}.md" not in _wiki_text(a.root)  # an ordinary commit reached the other machine
+        assert f"Wikiwright-Reverts: {first}" in git(a.root, "log", "--format=%B", "-3")
+    finally:
+        a.close()
+        b.close()

@@ -149,7 +149,15 @@ class Regenerator:
                 self._page_made_later(m.key, earlier)
         for page in diff_pages:
             if "/" not in page and page not in pages and page != "overview" and self.engine_page(page):
-                pages[page] = self.index.key_of_page(page)
+                pages[page] = self.index.key_of_page(page) if said else ""
+        if not said:
+            # This machine's index never recorded the source (it was ingested on another machine
+            # and arrived by sync): the pages that list it say what it was part of.
+            needles = (f"[[{self.stem}]]", f"[[{self.stem}|")
+            for name, body in self.session.catalog.iter_bodies():
+                if "/" not in name and name not in pages and any(n in body for n in needles) \
+                        and self.engine_page(name):
+                    pages[name] = ""
         self._pages = pages
         removed: set[str] = set()
         for page, key in sorted(pages.items()):
