@@ -7,13 +7,20 @@ engine, or the model path against the scripted server), revert/retract/doctor as
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
 from pathlib import Path
 
+from wikiwright.core.config import Config
+from wikiwright.core.vault import Vault
+from wikiwright.door.init import init_vault
+from wikiwright.upkeep.review import ReviewQueue
 from wikiwright.wiki.pages import get_section, iter_links, link_key, parse_claims, parse_page, set_section
 
 from tests.conftest import Services
 from tests.helpers import cli, git, ingest_commits
+from tests.lint_fixture import page as fixture_page
 from tests.llm_server import ScriptedServer
 from tests.model_helpers import page, use_model
 from tests.story import SOURCES, story_script
@@ -149,3 +156,227 @@ def test_revert_the_third_of_five_model_ingests_that_later_ones_built_on(service
     assert _current(services, "kestrel", "kestrel.retries") == ["twice"]
     assert git(root, "status", "--porcelain", "--", "wiki").strip() == ""
     _doctor_clean(root)
+
+
+# -- the offline engine ----------------------------------------------------------------------
+
+def _new_vault(tmp_path: Path, name: str) -> Path:
+    created, _ = init_vault(tmp_path / name, "wikiwright", "wikiwright@localhost")
+    return created.root
+
+
+def _ingest(root: Path, files: list[tuple[str, str]]) -> None:
+    for rel, text in files:
+        path = root / "raw" / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    _run(root, "ingest", *(str(root / "raw" / rel) for rel, _ in files))
+
+
+def _wiki_text(root: Path) -> dict[str, str]:
+    wiki = root / "wiki"
+    return {p.relative_to(wiki).as_posix(): p.read_text() for p in sorted(wiki.rglob("*.md"))}
+
+
+def test_revert_the_first_of_two_unrelated_offline_ingests(tmp_path: Path) -> None:
+    root = _new_vault(tmp_path, "vault")
+    _ingest(root, [("garden.md", "# Tomato garden\n\nTomatoes need six hours of sun. Water them at dawn.\n")])
+    _ingest(root, [("bikes.md", "# Bicycle chains\n\nA chain stretches with use. Replace it every 3000 km.\n")])
+    out = _run(root, "revert", "raw/garden.md")
+    assert "Reverted the ingest of raw/garden.md" in out
+    wiki = _wiki_text(root)
+    assert "sources/src-garden.md" not in wiki and "sources/src-bikes.md" in wiki
+    overview = wiki["overview.md"]
+    assert "1 source(s)" in overview and "src-garden" not in overview and "[[src-bikes" in overview
+    assert "src-garden" not in wiki["index.md"]
+    assert git(root, "status", "--porcelain", "--", "wiki").strip() == ""
+    _doctor_clean(root)
+
+
+def _links(text: str, name: str) -> list[str]:
+    """The links of a page. A concept page's "Related" list is left out: the engine fills it
+    as sources arrive (up to eight, in ingest order), so it depends on order, not only on
+    which sources there are; what the revert guarantees there is checked separately."""
+    body = parse_page(text).body if text.startswith("---") else text
+    if "/" not in name and get_section(body, "Related") is not None:
+        body = set_section(body, "Related", "")
+    if name == "log.md":
+        return []
+    return sorted({link_key(link.target) for link in iter_links(body)})
+
+
+def _tenth(root: Path) -> tuple[str, str]:
+    sha = ingest_commits(root)[::-1][9]
+    trailer = re.search(r"Wikiwright-Source: (raw/\S+)", git(root, "log", "-1", "--format=%B", sha))
+    assert trailer
+    return sha, trailer.group(1)
+
+
+def test_revert_the_tenth_of_eighty_ingests_matches_a_wiki_that_never_had_it(tmp_path: Path) -> None:
+    docs = corpus(80)
+    everything = _new_vault(tmp_path, "all")
+    _ingest(everything, docs)
+    sha, path = _tenth(everything)
+    stem = "src-" + Path(path).stem
+    assert f"sources/{stem}.md" in _wiki_text(everything)
+    out = _run(everything, "revert", sha)
+    assert f"Reverted the ingest of {path}" in out
+    without = _new_vault(tmp_path, "without")
+    _ingest(without, [(rel, text) for rel, text in docs if f"raw/{rel}" != path])
+
+    reverted, never = _wiki_text(everything), _wiki_text(without)
+    assert f"sources/{stem}.md" not in reverted
+    for name, text in reverted.items():
+        if name != "log.md":
+            assert f"[[{stem}" not in text, f"{name} still cites the reverted source"
+    assert sorted(reverted) == sorted(never)  # the same pages
+    differ = {name: (_links(reverted[name], name), _links(never[name], name)) for name in reverted
+              if _links(reverted[name], name) != _links(never[name], name)}
+    assert not differ, differ  # the same links (overview.md and index.md included)
+    counter = re.compile(r"^\d+ source\(s\); \d+ concept.*$", re.M)
+    assert counter.findall(reverted["overview.md"]) == counter.findall(never["overview.md"])
+    # A "Related" entry only ever names a page that exists.
+    for name, text in reverted.items():
+        related = get_section(parse_page(text).body, "Related") if "/" not in name and text.startswith("---") else None
+        for link in iter_links(related or ""):
+            assert f"{link.target}.md" in reverted, (name, link.target)
+    assert git(everything, "status", "--porcelain", "--", "wiki").strip() == ""
+    _doctor_clean(everything)
+    lint = json.loads(cli("lint", "--json", "--vault", str(everything)).stdout)
+    assert not [f for f in lint["findings"] if f["kind"] in ("index-missing", "index-dangling", "broken-link")]
+
+
+# -- index.md ----------------------------------------------------------------------------------
+
+def test_index_lists_every_page_when_it_outgrows_one_page(tmp_path: Path) -> None:
+    root = _new_vault(tmp_path, "vault")
+    wiki = root / "wiki"
+    for n in range(260):  # a person's pages: far more than index.md's budget holds
+        (wiki / f"topic-{n:03d}.md").write_text(fixture_page(f"type: topic\ntitle: Topic {n:03d}\n"
+                                                             f"summary: What topic {n} is about, in one line",
+                                                             f"# Topic {n:03d}\n\nText.\n"))
+    git(root, "add", "wiki")
+    git(root, "commit", "-q", "-m", "a person's topics")
+    _ingest(root, [("note.md", "# A note\n\nA note about the topics. It names none of them.\n")])
+    index = (wiki / "index.md").read_text()
+    assert "more (find them" not in index and "… and" not in index
+    assert len(index.splitlines()) < 200 and len(index.encode()) < 25_000
+    listed = " ".join((wiki / f"{link.target}.md").read_text() for link in iter_links(index)
+                      if link.target.startswith("index-")) + index
+    for n in range(260):
+        assert f"- [[topic-{n:03d}|Topic {n:03d}]] — What topic {n} is about, in one line" in listed, n
+    assert "[[src-note|A note]]" in listed
+    lint = json.loads(cli("lint", "--json", "--vault", str(root)).stdout)
+    assert not [f for f in lint["findings"] if f["kind"].startswith("index-")], lint["findings"]
+
+
+def test_lint_reports_two_source_pages_with_one_title(tmp_path: Path) -> None:
+    root = _new_vault(tmp_path, "vault")
+    _ingest(root, [("flask/README.md", "# README\n\nFlask is a small web framework for Python.\n"),
+                   ("click/README.md", "# README\n\nClick builds command line tools in Python.\n")])
+    titles = {parse_page(t).meta.get("title") for n, t in _wiki_text(root).items() if n.startswith("sources/")}
+    lint = json.loads(cli("lint", "--json", "--vault", str(root)).stdout)
+    found = [f for f in lint["findings"] if f["kind"] == "duplicate-title"]
+    assert (len(titles) == 1) == bool(found), (titles, found)
+
+
+# -- doctor ------------------------------------------------------------------------------------
+
+KEY = "payload.max-size"
+
+
+def _hand_wiki(vault: Vault) -> None:
+    """A person's wiki: 8 MB from an incident review, 25 MB from a blog draft (a conflict)."""
+    for stem, title in (("src-inc-77", "Incident 77 review"), ("src-blog-draft", "Blog draft")):
+        (vault.sources_dir / f"{stem}.md").write_text(fixture_page(f"type: source\ntitle: {title}", f"# {title}\n"))
+    for n, (value, source) in enumerate((("8 MB", "src-inc-77"), ("25 MB", "src-blog-draft"),
+                                         ("8 MB", "src-inc-77"))):
+        (vault.wiki / f"service-{n}.md").write_text(fixture_page(
+            f"type: entity\ntitle: Service {n}",
+            f"# Service {n}\n\nSee [[overview]].\n\n## Claims\n"
+            f"- `{KEY}`: {value} (as of 2026-0{n + 1}-02, [[{source}]])\n"))
+    git(vault.root, "add", "-A")
+    git(vault.root, "commit", "-q", "-m", "my wiki")
+
+
+def test_doctor_is_clean_after_a_ticked_claim_answer_a_revert_and_a_retract(vault: Vault, config: Config) -> None:
+    _hand_wiki(vault)
+    root = vault.root
+    out = cli("lint", "--json", "--review", "--vault", str(root))
+    assert out.returncode == 1, out.stderr
+    text = vault.review_file.read_text()
+    vault.review_file.write_text(re.sub(r"^(\s*- )\[ \](.*\^claim-conflict-[0-9a-f]{10}-v1)$", r"\1[x]\2", text,
+                                        flags=re.M))
+    queue = ReviewQueue(config, vault)
+    try:
+        assert [o.state for o in queue.process()] == ["applied"]
+    finally:
+        queue.close()
+    _ingest(root, [("extra.md", "# Extra note\n\nService 1 keeps its payloads small. It was tuned in March.\n")])
+    _run(root, "revert", "raw/extra.md")
+    _run(root, "retract", "src-inc-77", "--reason", "the review was wrong")
+    done = cli("doctor", "--no-repair", "--vault", str(root))
+    assert done.returncode == 0, done.stdout
+    assert "asked for:" in done.stdout and "(lint-fix:" in done.stdout and "(retract:" in done.stdout
+    full = cli("doctor", "--no-repair", "--full", "--vault", str(root))
+    assert full.returncode == 0 and "all invariants hold" in full.stdout, full.stdout
+
+
+def test_doctor_checks_only_what_is_new_and_keeps_reporting_what_it_found(vault: Vault, config: Config) -> None:
+    _hand_wiki(vault)
+    root = vault.root
+    first = cli("doctor", "--no-repair", "--vault", str(root))
+    assert first.returncode == 0 and "commit(s) walked" in first.stdout
+    again = cli("doctor", "--no-repair", "--vault", str(root))
+    assert again.returncode == 0 and "0 new commit(s) walked since" in again.stdout, again.stdout
+    assert "objects added since" in again.stdout
+    # A daemon commit nobody asked for removes a person's line: found once, reported every time.
+    page_path = vault.wiki / "service-0.md"
+    page_path.write_text(page_path.read_text().replace("See [[overview]].\n", ""))
+    git(root, "-c", "user.name=wikiwright", "-c", "user.email=wikiwright@localhost", "commit", "-q", "-am",
+        "ingest: something\n\nWikiwright-Operation: ingest")
+    for args in ((), (), ("--full",)):
+        done = cli("doctor", "--no-repair", *args, "--vault", str(root))
+        assert done.returncode == 1 and "See [[overview]]." in done.stdout, (args, done.stdout)
+
+
+# -- after a sync round ------------------------------------------------------------------------
+
+def test_revert_on_this_machine_of_a_source_ingested_on_the_other(tmp_path: Path) -> None:
+    from tests.test_sync import Machine
+
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    (tmp_path / "a").mkdir()
+    subprocess.run(["git", "init", "-q", str(tmp_path / "a")], check=True)
+    git(tmp_path / "a", "remote", "add", "origin", str(remote))
+    a = Machine(tmp_path / "a")
+    a.sync()
+    subprocess.run(["git", "clone", "-q", str(remote), str(tmp_path / "b")], check=True)
+    b = Machine(tmp_path / "b")
+    try:
+        b.sync()
+        for name, text in corpus(4)[:3]:
+            (a.vault.raw / name).parent.mkdir(parents=True, exist_ok=True)
+            a.ingest(name, text)
+        a.sync()
+        b.sync()
+        first = ingest_commits(b.root)[::-1][0]
+        name, text = corpus(4)[3]
+        (b.vault.raw / name).parent.mkdir(parents=True, exist_ok=True)
+        b.ingest(name, text)
+        stem = "src-" + Path(git(b.root, "log", "-1", "--format=%B", first).split("Wikiwright-Source: raw/")[1]
+                            .split()[0]).stem
+        out = _run(b.root, "revert", first)
+        assert "Reverted the ingest of" in out
+        for rel, page_text in _wiki_text(b.root).items():
+            if rel != "log.md":
+                assert f"[[{stem}" not in page_text, rel
+        _doctor_clean(b.root)
+        b.sync()
+        a.sync()
+        assert f"sources/{stem}.md" not in _wiki_text(a.root)  # an ordinary commit reached the other machine
+        assert f"Wikiwright-Reverts: {first}" in git(a.root, "log", "--format=%B", "-3")
+    finally:
+        a.close()
+        b.close()

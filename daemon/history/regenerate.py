@@ -29,6 +29,7 @@ from datetime import date
 from ..core.errors import WikiwrightError
 from ..door import Operation
 from ..ingest.concepts import (
+    MAX_LISTED,
     MAX_RELATED,
     MENTIONED,
     OVERVIEW_END,
@@ -117,6 +118,7 @@ class Regenerator:
         self.dropped: dict[str, set[str]] = {}  # key -> sources whose title-match mention went
         self._terms_cache: dict[str, set[str] | None] = {}
         self._pages: dict[str, str] = {}
+        self.had_block = OVERVIEW_START in (session.read("overview") or "")
 
     def close(self) -> None:
         self.index.close()
@@ -147,7 +149,15 @@ class Regenerator:
                 self._page_made_later(m.key, earlier)
         for page in diff_pages:
             if "/" not in page and page not in pages and page != "overview" and self.engine_page(page):
-                pages[page] = self.index.key_of_page(page)
+                pages[page] = self.index.key_of_page(page) if said else ""
+        if not said:
+            # This machine's index never recorded the source (it was ingested on another machine
+            # and arrived by sync): the pages that list it say what it was part of.
+            needles = (f"[[{self.stem}]]", f"[[{self.stem}|")
+            for name, body in self.session.catalog.iter_bodies():
+                if "/" not in name and name not in pages and any(n in body for n in needles) \
+                        and self.engine_page(name):
+                    pages[name] = ""
         self._pages = pages
         removed: set[str] = set()
         for page, key in sorted(pages.items()):
@@ -229,7 +239,8 @@ class Regenerator:
                              "a person edited it")
             parsed.body = self._note(self._strip_source(parsed.body, gone))
         else:
-            parsed.body = self._strip_source(parsed.body, gone)
+            parsed.body = self._refill(self._strip_source(parsed.body, gone), remaining)
+            parsed.body = self._count(parsed.body, len(sources))
             parsed.body = self._what_it_is(parsed, remaining)
             parsed.body = self._related(parsed.body, key, page)
         meta = parsed.meta
@@ -252,10 +263,40 @@ class Regenerator:
             return body
         lines = section.splitlines(keepends=True)
         kept = [line for line in lines if not ((m := _LINK_LINE.match(line)) and m.group(1) in gone)]
-        count = len([line for line in kept if _LINK_LINE.match(line)])
-        kept = [re.sub(r"^- Mentioned by \d+ sources in all\.", f"- Mentioned by {count} sources in all.", line)
-                for line in kept]
         return set_section(body, MENTIONED, "".join(kept)) if kept != lines else body
+
+    @staticmethod
+    def _count(body: str, total: int) -> str:
+        """The engine's "Mentioned by N sources in all." line says how many mention it now."""
+        section = get_section(body, MENTIONED)
+        if section is None or "- Mentioned by " not in section:
+            return body
+        new = re.sub(r"(?m)^- Mentioned by \d+ sources in all\.", f"- Mentioned by {total} sources in all.", section)
+        return set_section(body, MENTIONED, new) if new != section else body
+
+    def _refill(self, body: str, remaining: list[Mention]) -> str:
+        """A list the engine capped at MAX_LISTED lines, one short now: the next sources that
+        mention the term take the free places, in ingest order, as the engine fills it."""
+        section = get_section(body, MENTIONED)
+        if section is None or not remaining or not remaining[0].sentence:
+            return body
+        lines = section.rstrip("\n").split("\n")
+        listed = {m.group(1) for line in lines if (m := _LINK_LINE.match(line)) and not line.startswith("- Mentioned")}
+        if not any(line.startswith("- Mentioned by ") for line in lines) or len(listed) >= MAX_LISTED:
+            return body
+        extra = [m for m in remaining if m.source not in listed][: MAX_LISTED - len(listed)]
+        if not extra:
+            return body
+        count_at = next((i for i, line in enumerate(lines) if line.startswith("- Mentioned by ")), len(lines))
+        lines[count_at:count_at] = [self._mention_line(m) for m in extra]
+        return set_section(body, MENTIONED, "\n".join(lines) + "\n\n")
+
+    def _mention_line(self, mention: Mention) -> str:
+        entry = self.session.catalog.get(f"sources/{mention.source}")
+        title = " ".join((entry.title if entry else "").replace("|", "/").replace("]", ")").replace("[", "(").split())
+        link = f"[[{mention.source}|{quote_safe(title)}]]" if title and title != mention.source else \
+            f"[[{mention.source}]]"
+        return f"- {link}: “{quote_safe(mention.sentence)}”"
 
     def _what_it_is(self, page: Page, remaining: list[Mention]) -> str:
         body = page.body
@@ -332,20 +373,29 @@ class Regenerator:
             low = body.casefold()
             if name not in extra and not any(n in low for n in needles):
                 continue
+            # Checked on the file first: reading through the operation settles the page (a git
+            # call), worth it only for a page that changes.
+            if name not in res.edits and self._unlinked(name, body, targets, extra) is None:
+                continue
             text = res.text(name, session)
-            if text is None:
-                continue
-            try:
-                parsed = parse_page(text)
-            except FrontMatterError:
-                continue
-            mine = targets | extra.get(name, set())
-            new_body = _drop_link_lines(parsed.body, RELATED_SOURCE_SECTION, mine)
-            new_body = _drop_link_lines(new_body, "Related", targets | self._unrelated(name, parsed.body))
-            if new_body != parsed.body:
-                parsed.body = new_body
-                res.put(name, session, render_page(parsed))
+            new = self._unlinked(name, text, targets, extra) if text is not None else None
+            if new is not None:
+                res.put(name, session, new)
                 res.handled.add(name)
+
+    def _unlinked(self, name: str, text: str, targets: set[str], extra: dict[str, set[str]]) -> str | None:
+        """``text`` without its generated links to ``targets`` (None: nothing to take out)."""
+        try:
+            parsed = parse_page(text)
+        except FrontMatterError:
+            return None
+        mine = targets | extra.get(name, set())
+        new_body = _drop_link_lines(parsed.body, RELATED_SOURCE_SECTION, mine)
+        new_body = _drop_link_lines(new_body, "Related", targets | self._unrelated(name, parsed.body))
+        if new_body == parsed.body:
+            return None
+        parsed.body = new_body
+        return render_page(parsed)
 
     def _unrelated(self, name: str, body: str) -> set[str]:
         """Pages this source made related to ``name`` that no longer share two sources with it."""
@@ -363,27 +413,18 @@ class Regenerator:
     # -- overview.md ------------------------------------------------------------------------
 
     def overview(self) -> PageChange | None:
-        """overview.md's block from the index as it is now (call after pages are written)."""
-        current = self.session.read("overview")
-        if current is None or OVERVIEW_START not in current or OVERVIEW_END not in current:
+        """overview.md's block from the index as it is now (call after pages are written), if
+        overview.md had one before this operation."""
+        if not self.had_block:
             return None
         return self.keeper.overview_change(self.today, "")
 
 
 def mask_overview(text: str | None) -> str | None:
-    """overview.md with its generated block reduced to its markers (reverse-patched apart)."""
+    """overview.md without its generated block (reverse-patched apart; rendered again after)."""
     if text is None:
         return None
     start, end = text.find(OVERVIEW_START), text.find(OVERVIEW_END)
     if start == -1 or end < start:
         return text
-    return text[:start] + OVERVIEW_START + "\n" + text[end:]
-
-
-def unmask_overview(masked: str, current: str) -> str:
-    """Put ``current``'s generated block back into a masked text."""
-    start, end = current.find(OVERVIEW_START), current.find(OVERVIEW_END)
-    if start == -1 or end < start:
-        return masked
-    block = current[start:end]
-    return masked.replace(OVERVIEW_START + "\n", block, 1)
+    return text[:start].rstrip("\n") + "\n" + text[end + len(OVERVIEW_END):].lstrip("\n")

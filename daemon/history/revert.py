@@ -34,7 +34,7 @@ from typing import Any
 from ..core.errors import NotFound, RevertBlocked, WikiwrightError
 from ..core.opkinds import OpKind
 from ..door import Door, Operation
-from ..history.regenerate import Regenerator, mask_overview, person_touched, unmask_overview
+from ..history.regenerate import Regenerator, mask_overview, person_touched
 from ..history.view import source_path_of
 from ..vcs.repo import CommitInfo, git  # git: GitPython, imported when an error is matched
 from ..wiki.pages import Claim, FrontMatterError, iter_links, link_key, parse_claims, parse_page, render_front_matter
@@ -454,10 +454,7 @@ def _revert_with(session: Operation, ref: IngestRef, paths: list[str], own: str,
     if overview is not None:
         for plan in plans:
             if plan.page == "overview":
-                real = session.read("overview")
-                plan.current = real
-                if plan.action == "write" and real is not None:
-                    plan.text = unmask_overview(plan.text, real)
+                plan.current = session.read("overview")  # its block is rendered again below
     # The source leaves the term index; what depended on it is recomputed.
     regenerated = regen.run(generated)
     warnings += regenerated.notes

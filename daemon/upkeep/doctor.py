@@ -93,6 +93,8 @@ _STATE_SCHEMA = """
 CREATE TABLE IF NOT EXISTS doctor_state (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS doctor_person_lines (path TEXT NOT NULL, line TEXT NOT NULL, PRIMARY KEY (path, line));
 CREATE TABLE IF NOT EXISTS doctor_findings (kind TEXT NOT NULL, text TEXT NOT NULL, PRIMARY KEY (kind, text));
+CREATE TABLE IF NOT EXISTS doctor_pages (path TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
+                                         problem TEXT NOT NULL, claims INTEGER NOT NULL, uncited INTEGER NOT NULL);
 """
 
 
@@ -129,6 +131,17 @@ class DoctorState:
         self._db.executemany("DELETE FROM doctor_person_lines WHERE path=? AND line=?", sorted(old - lines))
         self._db.executemany("INSERT OR IGNORE INTO doctor_person_lines(path, line) VALUES (?,?)",
                              sorted(lines - old))
+        self._db.execute("COMMIT")
+
+    def page_stats(self) -> dict[str, tuple[int, int, str, int, int]]:
+        rows = self._db.execute("SELECT path, size, mtime_ns, problem, claims, uncited FROM doctor_pages")
+        return {str(r[0]): (int(r[1]), int(r[2]), str(r[3]), int(r[4]), int(r[5])) for r in rows}
+
+    def save_page_stats(self, stats: dict[str, tuple[int, int, str, int, int]]) -> None:
+        self._db.execute("BEGIN IMMEDIATE")
+        self._db.execute("DELETE FROM doctor_pages")
+        self._db.executemany("INSERT INTO doctor_pages(path, size, mtime_ns, problem, claims, uncited) "
+                             "VALUES (?,?,?,?,?,?)", [(k, *v) for k, v in stats.items()])
         self._db.execute("COMMIT")
 
     def add_findings(self, kind: str, texts: list[str]) -> None:
@@ -447,8 +460,12 @@ class Doctor:
     # pages -----------------------------------------------------------------------------------
 
     def _pages(self) -> CheckResult:
+        """Every page parses. A page whose size and mtime are those an earlier run checked is
+        not read again (``--full`` reads them all)."""
         bad = []
         count = claims = uncited = 0
+        known = {} if self.full else self._state.page_stats()
+        seen: dict[str, tuple[int, int, str, int, int]] = {}
         for dirpath, dirnames, filenames in os.walk(self.vault.wiki):
             dirnames[:] = [d for d in dirnames if not d.startswith(".")]
             for name in filenames:
@@ -456,23 +473,42 @@ class Doctor:
                     continue
                 path = Path(dirpath) / name
                 count += 1
+                rel = path.relative_to(self.vault.root).as_posix()
                 try:
-                    data = path.read_bytes()
-                    if not data.strip():
-                        bad.append(f"{self._show(path)}: empty")
-                        continue
-                    page = parse_page(data.decode("utf-8"))
-                    found, loose = parse_claims(page.body)
-                    claims += len(found)
-                    uncited += len(loose)
-                except UnicodeDecodeError:
-                    bad.append(f"{self._show(path)}: not valid UTF-8")
-                except FrontMatterError as exc:
-                    bad.append(f"{self._show(path)}: {exc}")
+                    st = path.stat()
                 except OSError as exc:
                     bad.append(f"{self._show(path)}: unreadable ({exc.strerror})")
+                    continue
+                cached = known.get(rel)
+                if cached is not None and cached[:2] == (st.st_size, st.st_mtime_ns):
+                    problem, found, loose = cached[2], cached[3], cached[4]
+                else:
+                    problem, found, loose = self._check_page(path)
+                seen[rel] = (st.st_size, st.st_mtime_ns, problem, found, loose)
+                if problem:
+                    bad.append(f"{self._show(path)}: {problem}")
+                claims += found
+                uncited += loose
+        self._state.save_page_stats(seen)
         summary = f"{count - len(bad)} of {count} page(s) parse; {claims} claim(s), {uncited} uncited claim line(s)"
         return CheckResult("pages", not bad, summary, bad)
+
+    @staticmethod
+    def _check_page(path: Path) -> tuple[str, int, int]:
+        """(problem or '', claims, uncited claim lines) of one page."""
+        try:
+            data = path.read_bytes()
+            if not data.strip():
+                return "empty", 0, 0
+            page = parse_page(data.decode("utf-8"))
+            found, loose = parse_claims(page.body)
+            return "", len(found), len(loose)
+        except UnicodeDecodeError:
+            return "not valid UTF-8", 0, 0
+        except FrontMatterError as exc:
+            return str(exc), 0, 0
+        except OSError as exc:
+            return f"unreadable ({exc.strerror})", 0, 0
 
     # I3 ------------------------------------------------------------------------------------
 
