@@ -39,11 +39,14 @@ from ..core.locks import vault_write_lock
 from ..core.opkinds import OpKind
 from ..core.sqlitedb import Schema, open_db
 from ..core.vault import Vault, VaultLock
+from ..ingest.concepts import OVERVIEW_END, OVERVIEW_START
 from ..intake.ledger import Ledger
 from ..intake.names import disk_name, disk_path, relative_name
 from ..intake.safeopen import hash_inside
 from ..vcs.gitlock import stale_locks
 from ..vcs.repo import GitRepo, git  # git: GitPython, imported when an error is matched
+from ..wiki.blockmerge import Markers, split_block
+from ..wiki.index import INDEX_END, INDEX_START
 from ..wiki.pages import FrontMatterError, parse_claims, parse_page
 
 log = logging.getLogger(__name__)
@@ -52,6 +55,9 @@ log = logging.getLogger(__name__)
 STALE_SECONDS = 600.0
 # Lines too short or pure markup to say who wrote them ("---", "```", "- ").
 _MIN_LINE_CHARS = 3
+# Files with a block built by code ("edit outside this block"): the block's lines are not a person's.
+_BLOCK_MARKERS = {"wiki/index.md": Markers(INDEX_START, INDEX_END),
+                  "wiki/overview.md": Markers(OVERVIEW_START, OVERVIEW_END)}
 # REVIEW.md is the inbox between daemon and person: handled proposals leave it by design.
 _PERSON_LINE_EXEMPT = ("REVIEW.md",)
 
@@ -563,7 +569,8 @@ class Doctor:
                 if path not in texts:
                     shown = self.repo.show(sha, path)
                     texts[path] = {x.strip() for x in shown.splitlines()} if shown is not None else set()
-                if line in texts[path] or self._merge_explains(sha, parents.split(), path, line):
+                if line in texts[path] or self._merge_explains(sha, parents.split(), path, line) \
+                        or self._in_generated_block(parents.split()[:1], path, line):
                     continue
                 where = f"{sha[:10]} ({kind.strip() or 'commit'}: {subject[:60]}) removed from {path}: {line[:120]!r}"
                 (requested if kind.strip() in REQUESTED_KINDS else violations).append(where)
@@ -584,6 +591,16 @@ class Doctor:
                         "revert, retract), listed")
         details = [*violations[:50], *[f"asked for: {r}" for r in requested[:50]]]
         return CheckResult("person lines", not violations, summary, details)
+
+    def _in_generated_block(self, parents: list[str], path: str, line: str) -> bool:
+        """A line inside index.md's or overview.md's generated block (before this commit) is the
+        code's, whoever committed the file last (a person's commit can carry a block a sync round
+        had written): rebuilding the block removes no person's line."""
+        markers = _BLOCK_MARKERS.get(path)
+        if markers is None or not parents:
+            return False
+        block = split_block(self.repo.show(parents[0], path) or "", markers).block
+        return line in {row.strip() for row in block.splitlines()}
 
     def _merge_explains(self, sha: str, parents: list[str], path: str, line: str) -> bool:
         """A sync merge (two parents) may drop a line the other machine's history removed (it is
