@@ -271,7 +271,7 @@ class _Scanner:
 
 
 _LOCK = threading.Lock()
-_SCANNER: _Scanner | None = None
+_SCANNER: list[_Scanner] = []  # the one scanner, once loaded
 
 
 def _quote_group(regex: re.Pattern[str], value_group: int) -> int:
@@ -280,10 +280,11 @@ def _quote_group(regex: re.Pattern[str], value_group: int) -> int:
 
 
 def _load() -> _Scanner:
-    global _SCANNER
+    if _SCANNER:
+        return _SCANNER[0]
     with _LOCK:
-        if _SCANNER is not None:
-            return _SCANNER
+        if _SCANNER:
+            return _SCANNER[0]
         from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
         from detect_secrets.filters import heuristic
         from detect_secrets.plugins import keyword
@@ -309,9 +310,9 @@ def _load() -> _Scanner:
             for regex, group in table.items():
                 seen.setdefault(regex, group)
         keyword_regexes = tuple((regex, group, _quote_group(regex, group)) for regex, group in seen.items())
-        _SCANNER = _Scanner(tuple(plugins), keyword_regexes,
-                            (Base64HighEntropyString(limit=4.5), HexHighEntropyString(limit=3.0)), heuristic)
-        return _SCANNER
+        _SCANNER.append(_Scanner(tuple(plugins), keyword_regexes,
+                                 (Base64HighEntropyString(limit=4.5), HexHighEntropyString(limit=3.0)), heuristic))
+        return _SCANNER[0]
 
 
 # --- placeholders and expressions ----------------------------------------------------------------
