@@ -274,8 +274,9 @@ _LOCK = threading.Lock()
 _SCANNER: list[_Scanner] = []  # the one scanner, once loaded
 
 
-def _quote_group(regex: re.Pattern[str], value_group: int) -> int:
-    """The group holding the value's opening quote (the one just before the value), 0 if none."""
+def _quote_group(value_group: int) -> int:
+    """The group holding the value's opening quote: in each of detect-secrets' keyword regexes it
+    is the group just before the value's (``(quote)(secret)``), 0 when the value is group 1."""
     return value_group - 1 if value_group > 1 else 0
 
 
@@ -309,7 +310,7 @@ def _load() -> _Scanner:
         for table in maps:
             for regex, group in table.items():
                 seen.setdefault(regex, group)
-        keyword_regexes = tuple((regex, group, _quote_group(regex, group)) for regex, group in seen.items())
+        keyword_regexes = tuple((regex, group, _quote_group(group)) for regex, group in seen.items())
         _SCANNER.append(_Scanner(tuple(plugins), keyword_regexes,
                                  (Base64HighEntropyString(limit=4.5), HexHighEntropyString(limit=3.0)), heuristic))
         return _SCANNER[0]
