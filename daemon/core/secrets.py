@@ -42,9 +42,11 @@ from __future__ import annotations
 import base64
 import binascii
 import bisect
+import logging
 import math
 import re
 import threading
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -286,10 +288,16 @@ def _load() -> _Scanner:
     with _LOCK:
         if _SCANNER:
             return _SCANNER[0]
+        shown_warnings = warnings.showwarning
         from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
         from detect_secrets.filters import heuristic
         from detect_secrets.plugins import keyword
         from detect_secrets.plugins.high_entropy_strings import Base64HighEntropyString, HexHighEntropyString
+
+        if warnings.showwarning is not shown_warnings:
+            # Its log module calls logging.captureWarnings(True) on import: the process's
+            # warnings stay where they went before.
+            logging.captureWarnings(False)
 
         plugins = []
         mapping: dict[str, Any] = get_mapping_from_secret_type_to_class()
