@@ -75,7 +75,7 @@ def cmd_hooks(args: argparse.Namespace) -> int:
             changes = install.install_shell(args.rc, bin_path, hook_log)
         for change in changes:
             print(change.line())
-        if args.shared:
+        if args.shared and any(change.detail.startswith("shared:") for change in changes):
             print("runs $WIKIWRIGHT_BIN or `wikiwright` from PATH on each machine; where it is found, a hook that "
                   f"cannot run says why in the hook log ({hook_log} here)")
         else:

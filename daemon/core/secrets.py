@@ -42,9 +42,11 @@ from __future__ import annotations
 import base64
 import binascii
 import bisect
+import logging
 import math
 import re
 import threading
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -271,23 +273,31 @@ class _Scanner:
 
 
 _LOCK = threading.Lock()
-_SCANNER: _Scanner | None = None
+_SCANNER: list[_Scanner] = []  # the one scanner, once loaded
 
 
-def _quote_group(regex: re.Pattern[str], value_group: int) -> int:
-    """The group holding the value's opening quote (the one just before the value), 0 if none."""
+def _quote_group(value_group: int) -> int:
+    """The group holding the value's opening quote: in each of detect-secrets' keyword regexes it
+    is the group just before the value's (``(quote)(secret)``), 0 when the value is group 1."""
     return value_group - 1 if value_group > 1 else 0
 
 
 def _load() -> _Scanner:
-    global _SCANNER
+    if _SCANNER:
+        return _SCANNER[0]
     with _LOCK:
-        if _SCANNER is not None:
-            return _SCANNER
+        if _SCANNER:
+            return _SCANNER[0]
+        shown_warnings = warnings.showwarning
         from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
         from detect_secrets.filters import heuristic
         from detect_secrets.plugins import keyword
         from detect_secrets.plugins.high_entropy_strings import Base64HighEntropyString, HexHighEntropyString
+
+        if warnings.showwarning is not shown_warnings:
+            # Its log module calls logging.captureWarnings(True) on import: the process's
+            # warnings stay where they went before.
+            logging.captureWarnings(False)
 
         plugins = []
         mapping: dict[str, Any] = get_mapping_from_secret_type_to_class()
@@ -308,10 +318,10 @@ def _load() -> _Scanner:
         for table in maps:
             for regex, group in table.items():
                 seen.setdefault(regex, group)
-        keyword_regexes = tuple((regex, group, _quote_group(regex, group)) for regex, group in seen.items())
-        _SCANNER = _Scanner(tuple(plugins), keyword_regexes,
-                            (Base64HighEntropyString(limit=4.5), HexHighEntropyString(limit=3.0)), heuristic)
-        return _SCANNER
+        keyword_regexes = tuple((regex, group, _quote_group(group)) for regex, group in seen.items())
+        _SCANNER.append(_Scanner(tuple(plugins), keyword_regexes,
+                                 (Base64HighEntropyString(limit=4.5), HexHighEntropyString(limit=3.0)), heuristic))
+        return _SCANNER[0]
 
 
 # --- placeholders and expressions ----------------------------------------------------------------

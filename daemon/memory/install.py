@@ -435,7 +435,7 @@ def install_git(repo: str | None, bin_path: Path, hook_log: Path, vault_root: Pa
             "written there runs on every clone, and would carry this machine's paths. Pass --shared to "
             "write a hook that finds wikiwright on each person's PATH (and does nothing where it is not "
             "installed), then commit it; nothing was changed")
-    shared = shared and committed
+    asked_shared, shared = shared, shared and committed
     changes = []
     plans = []
     for hook in GIT_HOOKS:
@@ -464,6 +464,8 @@ def install_git(repo: str | None, bin_path: Path, hook_log: Path, vault_root: Pa
         if shared:
             change.detail = ("shared: no path of this machine in it; it runs $WIKIWRIGHT_BIN or `wikiwright` "
                              "from PATH and does nothing where wikiwright is not installed; commit it")
+        elif asked_shared:
+            change.detail = "not shared: this hooks folder is not committed, so it runs this machine's wikiwright"
         changes.append(change)
     return changes
 
