@@ -470,3 +470,17 @@ def test_a_folder_the_remote_turns_into_a_file_does_not_stop_sync(world: World) 
     world.victim.sync()
     assert (world.root / "wiki" / "notes.md").read_text(encoding="utf-8") == "# Notes\n\nnow a page\n"
     world.assert_ingest_works()
+
+
+def test_the_files_every_vault_keeps_are_never_removed_or_turned_into_folders(world: World) -> None:
+    untouched = Untouched(world)
+    index = (world.root / "wiki" / "index.md").read_bytes()
+    world.push({"wiki/index.md/x.md": b"# X\n\nindex.md is a folder now\n",
+                "REVIEW.md/y.md": b"# Y\n"})
+    world.victim.sync()
+    untouched.check()
+    assert (world.root / "wiki" / "index.md").is_file() and (world.root / "REVIEW.md").is_file()
+    assert (world.root / "wiki" / "index.md").read_bytes().startswith(index.split(b"<!--")[0])
+    world.assert_refused("wiki/index.md", "removed a file every vault keeps", local=True)
+    world.assert_refused("wiki/index.md/x.md", "wiki/index.md is a file")
+    world.assert_ingest_works()

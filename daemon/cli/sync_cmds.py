@@ -48,8 +48,10 @@ def cmd_sync(args: argparse.Namespace) -> int:
             print(f"  conflict kept for review in REVIEW.md: {path}")
         for path in report.duplicates:
             print(f"  duplicate of a source another machine ingested first: {path}")
-        for line in report.refused:
+        for line in report.refused[:20]:
             print(f"  {line}")
+        if len(report.refused) > 20:
+            print(f"  … and {len(report.refused) - 20} more refused (REVIEW.md lists them)")
         if summary.get("not_pushed"):
             print(f"  {summary['not_pushed']} commits not pushed")
     return 0 if report.state in ("up-to-date", "integrated", "pushed") else 1

@@ -46,6 +46,8 @@ ReadBlobs = Callable[[GitRepo, list[str]], dict[str, bytes]]
 REGULAR = "100644"
 # Built by code or only growing: bounded by git.sync_max_file_bytes, not by the page limit.
 _GROWING = ("wiki/index.md", "wiki/log.md", "wiki/overview.md")
+# Never removed by another machine (a folder in their place would stop every write to them).
+_KEPT = (*_GROWING, "REVIEW.md", "SCHEMA.md", ".gitignore")
 
 
 @dataclass(frozen=True)
@@ -150,6 +152,8 @@ class Screen:
                 refuse(path, why, new[1] if new else "")
                 continue
             if new is None:
+                if path in _KEPT and path in head:
+                    refuse(path, "the remote removed a file every vault keeps")
                 continue  # removed on the remote: an allowed path may go
             mode, blob = new
             if mode == "120000":
