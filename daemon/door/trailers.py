@@ -139,7 +139,7 @@ def verify_ingests(repo: GitRepo, messages: list[CommitMessage]) -> tuple[list[V
                 continue
             what = f"the ingest claim for `{shown_text(path)}` (sha256 {sha[:12]})"
             if not plain_path(path, "raw"):
-                refused.append(Refusal(message.sha, what, "the path is not a plain path under raw/"))
+                refused.append(Refusal(message.sha, what, "the path is not a plain path under raw/", sha256=sha))
                 continue
             changed = changes.get(message.sha, {})
             entry = changed.get(path) or tree_entry(repo, message.sha, path)
@@ -151,18 +151,19 @@ def verify_ingests(repo: GitRepo, messages: list[CommitMessage]) -> tuple[list[V
             hashed = reader.blob_sha256(blob, MAX_SOURCE_BLOB) if mode in ("100644", "100755") else None
             if hashed is None:
                 refused.append(Refusal(message.sha, what, "the file at that path in its commit is not a regular "
-                                                          "file of a source's size"))
+                                                          "file of a source's size", sha256=sha, path=path))
                 continue
             if hashed[0] != sha:
                 refused.append(Refusal(message.sha, what, f"the bytes at that path in its commit hash to "
-                                                          f"{hashed[0][:12]}, not to the sha256 it names"))
+                                                          f"{hashed[0][:12]}, not to the sha256 it names",
+                                       sha256=sha, path=path))
                 continue
             named = [p.strip() for p in message.trailers.get("Wikiwright-Pages", "").split(",") if p.strip()]
             page = next((name for p in named if (name := _source_page(p)) is not None
                          and changed.get(p, ("", ""))[0] in ("100644", "100755")), None)
             if page is None:
                 refused.append(Refusal(message.sha, what, "it names no source page (wiki/sources/…) that its commit "
-                                                          "adds or changes"))
+                                                          "adds or changes", sha256=sha, path=path))
                 continue
             title = "".join(c for c in message.subject.removeprefix("ingest: ") if c.isprintable())[:200]
             verified.append(VerifiedIngest(message.sha, path, sha, page, title))
@@ -225,7 +226,14 @@ def keep_refusals(ledger: Ledger, refusals: Iterable[Refusal], *, holds: Iterabl
     what this machine does.
     """
     held = set(holds)
-    kept = [r for r in refusals if r.shown or r.sha256 in held or r.path in held]
+    kept = []
+    for refusal in refusals:
+        if not (refusal.shown or refusal.sha256 in held or refusal.path in held):
+            continue
+        recorded = ledger.source(refusal.sha256) if refusal.sha256 else None
+        if recorded is not None and recorded.commit_sha == refusal.commit:
+            continue  # this ledger's own record of that ingest (this machine made it): nothing refused
+        kept.append(refusal)
     if not kept:
         return []
     try:
