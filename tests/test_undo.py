@@ -314,7 +314,11 @@ def test_doctor_is_clean_after_a_ticked_claim_answer_a_revert_and_a_retract(vaul
         queue.close()
     _ingest(root, [("extra.md", "# Extra note\n\nService 1 keeps its payloads small. It was tuned in March.\n")])
     _run(root, "revert", "raw/extra.md")
+    assert "~~`payload.max-size`: 25 MB" in (vault.wiki / "service-1.md").read_text()  # disputed by inc-77
     _run(root, "retract", "src-inc-77", "--reason", "the review was wrong")
+    # The value the answer had struck in favour of the retracted source is current again.
+    claims, _ = parse_claims(parse_page((vault.wiki / "service-1.md").read_text()).body)
+    assert [(c.value, c.status) for c in claims] == [("25 MB", "current")]
     done = cli("doctor", "--no-repair", "--vault", str(root))
     assert done.returncode == 0, done.stdout
     assert "asked for:" in done.stdout and "(lint-fix:" in done.stdout and "(retract:" in done.stdout

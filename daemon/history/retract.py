@@ -1,7 +1,7 @@
 """``wikiwright retract SOURCE``: the source was wrong; take it out of the current view.
 
 Nothing is deleted (DESIGN §4.7). Every claim citing the source is struck through as
-``retracted``; every claim it had superseded becomes current again (unless a later source
+``retracted``; every claim it had superseded or disputed becomes current again, on every page (unless a later source
 explicitly replaced the retracted value, in which case it stays struck and is reported);
 its source page gets ``retracted: DATE`` in the front matter and a visible note; lint's
 ``retracted-citation`` check flags prose elsewhere that still links it. One commit.
@@ -23,6 +23,9 @@ from ..wiki.writer import PageChange
 log = logging.getLogger(__name__)
 
 NOTE_MARK = "[!warning] Retracted"
+# A value the source struck: it replaced it, or a person's answer in REVIEW.md chose the
+# source's value over it ("disputed by"). Either way, without the source it stands again.
+STRUCK_BY = ("superseded", "disputed")
 
 
 @dataclass
@@ -80,13 +83,13 @@ def retract_page_text(text: str, stem: str, *, is_source_page: bool, today: date
     # A value stays struck only when a later source explicitly replaced the retracted one (it
     # superseded a claim of that key): then the old value was outdated anyway. A later source
     # that merely states another value does not count; lint flags that pair for a person.
-    replacers = {(c.key.casefold(), link_key(c.by)) for c in claims if c.status == "superseded" and c.by}
+    replacers = {(c.key.casefold(), link_key(c.by)) for c in claims if c.status in STRUCK_BY and c.by}
     replaced = {c.key.casefold() for c in claims
                 if c.is_current and c.line not in gone and (c.key.casefold(), link_key(c.source)) in replacers}
     restored: list[Claim] = []
     kept: list[Claim] = []
     for claim in claims:
-        if claim.status == "superseded" and link_key(claim.by) == key and link_key(claim.source) != key:
+        if claim.status in STRUCK_BY and link_key(claim.by) == key and link_key(claim.source) != key:
             if claim.key.casefold() in replaced:
                 kept.append(claim)
                 continue
