@@ -86,6 +86,18 @@ def docx_bomb() -> bytes:
     return rezip(base, {"word/document.xml": member})
 
 
+def docx_entity_bomb() -> bytes:
+    """A Word file whose document.xml is a "billion laughs": ten entities, each ten of the last."""
+    base = docx_bytes("Bomb", "Part", ["x"], [], [["a"]])
+    entities = '<!ENTITY lol0 "lol">' + "".join(
+        f'<!ENTITY lol{n} "{f"&lol{n - 1};" * 10}">' for n in range(1, 10))
+    xml = ('<?xml version="1.0"?><!DOCTYPE w:document [' + entities + ']>'
+           '<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>'
+           + "<w:p><w:r><w:t>&lol9;</w:t></w:r></w:p>" * 50 + "</w:body></w:document>").encode()
+    packer = zlib.compressobj(6, zlib.DEFLATED, -15)
+    return rezip(base, {"word/document.xml": (packer.compress(xml) + packer.flush(), zlib.crc32(xml), len(xml))})
+
+
 def pptx_bomb() -> bytes:
     """A slide deck whose first slide holds one text run of 1 GB."""
     base = pptx_bytes([("Bomb", ["x"])])
@@ -176,6 +188,8 @@ def deep_html() -> bytes:
 # name in raw/, builder, what the quarantine reason must say
 CASES: dict[str, tuple[str, Callable[[], bytes], str]] = {
     "docx": ("report.docx", docx_bomb, "too-expanded: its part word/document.xml decompresses past 200 MB"),
+    "docx-entities": ("laughs.docx", docx_entity_bomb,
+                      "xml-entities: its part word/document.xml declares XML entities"),
     "xlsx": ("budget.xlsx", xlsx_bomb, "too-expanded: its part xl/worksheets/sheet1.xml decompresses past 200 MB"),
     "pptx": ("deck.pptx", pptx_bomb, "too-expanded: its part ppt/slides/slide1.xml decompresses past 200 MB"),
     "epub": ("book.epub", epub_bomb, "too-expanded: its part OEBPS/c0.xhtml expands"),
