@@ -383,6 +383,9 @@ def myst_to_markdown(text: str) -> str:
         if short in _CODE_DIRECTIVES:
             out += ["```" + args.split(" ")[0], *body, "```"]
             continue
+        if short == "eval-rst":  # reStructuredText inside markdown: read as such
+            out += rst_to_markdown("\n".join(body))[0].strip("\n").split("\n")
+            continue
         content = myst_to_markdown("\n".join(body)).strip("\n").split("\n") if body else []
         if short in _VERSIONS:
             version, _, rest = args.partition(" ")
