@@ -155,6 +155,15 @@ def pdf_flate_bomb() -> bytes:
                  _stream(data, b" /Filter /FlateDecode"), _FONT, b"<< /Title (Flate bomb) >>"])
 
 
+def pdf_page_of_operators() -> bytes:
+    """One page whose content inflates to 8 MB of text operators (under the 200 MB budget, but
+    parsed operator by operator: minutes)."""
+    chunk = b"BT /F1 12 Tf 72 720 Td (word) Tj ET\n" * 29_000
+    data, _, _ = repeated_deflate(b"", chunk, 8, b"", raw=False)
+    return _pdf([b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>", _PAGE % (4, 5),
+                 _stream(data, b" /Filter /FlateDecode"), _FONT, b"<< /Title (Operators) >>"])
+
+
 def pdf_many_pages() -> bytes:
     """20,000 pages sharing one content stream (3 MB)."""
     pages = 20_000
@@ -194,6 +203,8 @@ CASES: dict[str, tuple[str, Callable[[], bytes], str]] = {
     "pptx": ("deck.pptx", pptx_bomb, "too-expanded: its part ppt/slides/slide1.xml decompresses past 200 MB"),
     "epub": ("book.epub", epub_bomb, "too-expanded: its part OEBPS/c0.xhtml expands"),
     "pdf-flate": ("stream.pdf", pdf_flate_bomb, "too-expanded: its stream 4 decompresses past 200 MB"),
+    "pdf-operators": ("drawing.pdf", pdf_page_of_operators,
+                      "too-expanded: its page 1's content decompresses past 4 MB"),
     "pdf-pages": ("pages.pdf", pdf_many_pages, "too-many-pages: is a PDF of more than 5,000 pages (20,000)"),
     "pdf-outline": ("outline.pdf", pdf_folded_outline, "outline-loop: its outline (bookmarks) loops back on itself"),
     "html": ("deep.html", deep_html, "too-deep: nests its elements more than 1,000 deep"),
