@@ -81,6 +81,11 @@ intro
 ```{note}
 A view that returns {obj}`None` is an error.
 ```
+
+```{eval-rst}
+.. deprecated:: 2.3
+   Use :meth:`~flask.Flask.app_context` instead.
+```
 """
 
 
@@ -150,12 +155,13 @@ def test_restructuredtext_roles_and_directives_are_rendered_or_dropped(services:
 def test_myst_roles_in_markdown_are_reduced_to_their_text(services: Services) -> None:
     _meta, body = ingested_once(services, "flask/glossary.md")
     for raw in ("{term}", "{ref}", "{doc}", "{py:func}", "{class}", "{obj}", "{versionadded}", "{toctree}",
-                "{note}", ":maxdepth:", "<dispatch>"):
+                "{note}", ":maxdepth:", "<dispatch>", "{eval-rst}", ":meth:", ".. "):
         assert raw not in body, (raw, body)
     assert "The application context is pushed by the request dispatcher before a view runs" in body
     assert "the tutorial explains it, and `flask.Flask.run` starts the server." in body
     assert "New in version 2.2: The `Blueprint` object can be nested." in body
     assert "Note: A view that returns `None` is an error." in body
+    assert "Deprecated since version 2.3: Use `app_context` instead." in body  # reST inside markdown
 
 
 def test_pdf_word_spacing_damage_is_repaired_where_confident(services: Services) -> None:

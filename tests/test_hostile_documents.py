@@ -86,6 +86,18 @@ def docx_bomb() -> bytes:
     return rezip(base, {"word/document.xml": member})
 
 
+def docx_entity_bomb() -> bytes:
+    """A Word file whose document.xml is a "billion laughs": ten entities, each ten of the last."""
+    base = docx_bytes("Bomb", "Part", ["x"], [], [["a"]])
+    entities = '<!ENTITY lol0 "lol">' + "".join(
+        f'<!ENTITY lol{n} "{f"&lol{n - 1};" * 10}">' for n in range(1, 10))
+    xml = ('<?xml version="1.0"?><!DOCTYPE w:document [' + entities + ']>'
+           '<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>'
+           + "<w:p><w:r><w:t>&lol9;</w:t></w:r></w:p>" * 50 + "</w:body></w:document>").encode()
+    packer = zlib.compressobj(6, zlib.DEFLATED, -15)
+    return rezip(base, {"word/document.xml": (packer.compress(xml) + packer.flush(), zlib.crc32(xml), len(xml))})
+
+
 def pptx_bomb() -> bytes:
     """A slide deck whose first slide holds one text run of 1 GB."""
     base = pptx_bytes([("Bomb", ["x"])])
@@ -143,6 +155,15 @@ def pdf_flate_bomb() -> bytes:
                  _stream(data, b" /Filter /FlateDecode"), _FONT, b"<< /Title (Flate bomb) >>"])
 
 
+def pdf_page_of_operators() -> bytes:
+    """One page whose content inflates to 8 MB of text operators (under the 200 MB budget, but
+    parsed operator by operator: minutes)."""
+    chunk = b"BT /F1 12 Tf 72 720 Td (word) Tj ET\n" * 29_000
+    data, _, _ = repeated_deflate(b"", chunk, 8, b"", raw=False)
+    return _pdf([b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>", _PAGE % (4, 5),
+                 _stream(data, b" /Filter /FlateDecode"), _FONT, b"<< /Title (Operators) >>"])
+
+
 def pdf_many_pages() -> bytes:
     """20,000 pages sharing one content stream (3 MB)."""
     pages = 20_000
@@ -176,10 +197,14 @@ def deep_html() -> bytes:
 # name in raw/, builder, what the quarantine reason must say
 CASES: dict[str, tuple[str, Callable[[], bytes], str]] = {
     "docx": ("report.docx", docx_bomb, "too-expanded: its part word/document.xml decompresses past 200 MB"),
+    "docx-entities": ("laughs.docx", docx_entity_bomb,
+                      "xml-entities: its part word/document.xml declares XML entities"),
     "xlsx": ("budget.xlsx", xlsx_bomb, "too-expanded: its part xl/worksheets/sheet1.xml decompresses past 200 MB"),
     "pptx": ("deck.pptx", pptx_bomb, "too-expanded: its part ppt/slides/slide1.xml decompresses past 200 MB"),
     "epub": ("book.epub", epub_bomb, "too-expanded: its part OEBPS/c0.xhtml expands"),
     "pdf-flate": ("stream.pdf", pdf_flate_bomb, "too-expanded: its stream 4 decompresses past 200 MB"),
+    "pdf-operators": ("drawing.pdf", pdf_page_of_operators,
+                      "too-expanded: its page 1's content decompresses past 4 MB"),
     "pdf-pages": ("pages.pdf", pdf_many_pages, "too-many-pages: is a PDF of more than 5,000 pages (20,000)"),
     "pdf-outline": ("outline.pdf", pdf_folded_outline, "outline-loop: its outline (bookmarks) loops back on itself"),
     "html": ("deep.html", deep_html, "too-deep: nests its elements more than 1,000 deep"),

@@ -178,6 +178,9 @@ def read_source(path: Path, data: bytes, limits: Limits | None = None) -> Source
                                           and not _looks_markdown(text))
     if rst_like and len(text) <= MAX_RST_CHARS:
         rst = _read_rst(text)
+        if rst is not None and not re.search(r"\w", rst[0]):
+            raise SourceRejected("empty", "is a reStructuredText file with no text of its own "
+                                 "(only directives, such as an include of another file)")
         if rst is not None:
             return SourceText(rst[0], encoding, "rst", rst[1])
     if suffix in MARKDOWN_SUFFIXES:
@@ -206,7 +209,7 @@ def _read_rst(text: str) -> tuple[str, str] | None:
     except Exception as exc:  # a docutils bug on odd input must not lose the source
         log.info("docutils could not read a reStructuredText source (%s); reading it as text", exc)
         return None
-    return (body, title) if re.search(r"\w", body) else None
+    return body, title
 
 
 def _looks_markdown(text: str) -> bool:

@@ -29,6 +29,7 @@ from ...core.errors import SourceRejected
 
 MB = 1_000_000
 MAX_PAGES = 5_000  # a PDF with more pages is refused (text extraction is ~2 ms a page)
+MAX_PAGE_CONTENT = 4 * MB  # one PDF page's content, inflated: pypdf parses ~0.1-1 MB of operators a second
 MAX_OUTLINE_ENTRIES = 2_000  # outline entries walked (a loop or a flood stops here)
 MAX_HTML_DEPTH = 1_000  # nested elements; real pages stay under ~100
 MAX_ZIP_MEMBERS = 10_000

@@ -13,7 +13,7 @@ import re
 from typing import Any
 
 from ...core.errors import SourceRejected
-from .bounds import MAX_OUTLINE_ENTRIES, MAX_PAGES, Budget, Limits, too_expanded
+from .bounds import MAX_OUTLINE_ENTRIES, MAX_PAGE_CONTENT, MAX_PAGES, Budget, Limits, size_words, too_expanded
 from .dekern import dekern
 
 log = logging.getLogger(__name__)
@@ -137,14 +137,16 @@ def _too_many_pages(count: int) -> SourceRejected:
                           "split it into parts to ingest it")
 
 
-def _check_streams(reader: Any, limits: Limits) -> None:
+def _check_streams(reader: Any, limits: Limits) -> dict[tuple[int, int], int]:
     """Every Flate stream inflated with a cap before any page is read: one stream may not pass
-    ``limits.member_bytes``, all of them together not ``limits.expanded_bytes``."""
+    ``limits.member_bytes``, all of them together not ``limits.expanded_bytes``. Returns each
+    stream's inflated size by (object number, generation)."""
     import zlib
 
     from pypdf.generic import IndirectObject, StreamObject
 
     budget = Budget(limits)
+    sizes: dict[tuple[int, int], int] = {}
     for generation, objects in list(reader.xref.items()):
         for idnum in list(objects):
             try:
@@ -173,6 +175,30 @@ def _check_streams(reader: Any, limits: Limits) -> None:
                         break
             except zlib.error:
                 continue  # a damaged stream: pypdf copes (or the page reads empty)
+            sizes[(idnum, generation)] = size
+    return sizes
+
+
+def _check_page_content(pages: list[Any], sizes: dict[tuple[int, int], int]) -> None:
+    """A page's content may inflate to MAX_PAGE_CONTENT at most: text extraction parses every
+    operator in Python (a few MB a second), so a larger page is a bomb for time."""
+    from pypdf.generic import ArrayObject, IndirectObject
+
+    for number, page in enumerate(pages, start=1):
+        try:
+            contents = page.get("/Contents")
+            refs = list(contents) if isinstance(contents, ArrayObject) else [contents]
+            if isinstance(contents, IndirectObject):
+                resolved = contents.get_object()
+                refs = list(resolved) if isinstance(resolved, ArrayObject) else [contents]
+        except Exception:
+            continue
+        total = sum(sizes.get((ref.idnum, ref.generation), 0) for ref in refs if isinstance(ref, IndirectObject))
+        if total > MAX_PAGE_CONTENT:
+            raise SourceRejected(
+                "too-expanded", f"its page {number}'s content decompresses past {size_words(MAX_PAGE_CONTENT)}: "
+                "a decompression bomb, or a drawing with no text worth reading",
+            )
 
 
 _COLUMN_GAP = re.compile(r"\S {4,}\S")
@@ -236,7 +262,7 @@ def read_pdf(data: bytes, limits: Limits | None = None) -> tuple[str, str]:
         pages = list(reader.pages)
         if len(pages) > MAX_PAGES:
             raise _too_many_pages(len(pages))
-        _check_streams(reader, limits)
+        _check_page_content(pages, _check_streams(reader, limits))
     except SourceRejected:
         raise
     except (PdfReadError, ValueError, KeyError, TypeError, OSError) as exc:

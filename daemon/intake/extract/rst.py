@@ -26,11 +26,12 @@ _CODE_ROLES = {
     "var", "enum", "enumerator", "expr", "texpr", "code", "literal", "kbd", "confval", "setting",
 }
 _NUMBER_ROLES = {"issue", "pr", "pull", "gh", "bug", "ghissue", "ghpull"}
+_OWN_ROLES = {"ref", "doc", "pep", "rfc", "term", "abbr", "dfn", "numref", "download"}  # ours, not docutils' own
 # Directives dropped whole: navigation, indexes, autodoc, settings of the renderer.
 _DROPPED = {
     "toctree", "index", "highlight", "currentmodule", "module", "automodule", "autoclass", "autofunction",
     "automethod", "autoattribute", "autodata", "autoexception", "autosummary", "autoprogram", "literalinclude",
-    "include", "raw", "only", "ifconfig", "graphviz", "inheritance-diagram", "sectionauthor", "moduleauthor",
+    "include", "raw", "graphviz", "inheritance-diagram", "sectionauthor", "moduleauthor",
     "codeauthor", "tabularcolumns", "default-role", "default-domain", "role", "meta", "click", "jinja",
     "testsetup", "testcleanup", "plot", "image", "figure", "todolist", "program", "py:module", "py:currentmodule",
 }
@@ -50,8 +51,13 @@ def _role_text(name: str, text: str) -> str:
     target = target.lstrip("!")
     if name.split(":")[-1] in _NUMBER_ROLES and target.isdigit():
         return f"#{target}"
-    if name == "doc":  # a document's path: its last part reads as its name
-        return target.rstrip("/").rsplit("/", 1)[-1]
+    if name in ("pep", "rfc"):
+        return f"{name.upper()} {target.split('#', 1)[0]}"
+    if name == "doc":  # a document's path: its last part reads as its name ("a/index" as "a")
+        parts = [part for part in target.split("/") if part]
+        if len(parts) > 1 and parts[-1] == "index":
+            parts.pop()
+        return parts[-1] if parts else target
     return target
 
 
@@ -113,6 +119,9 @@ class _Option(dict[str, Any]):
     def __contains__(self, key: object) -> bool:
         return True
 
+    def __bool__(self) -> bool:  # docutils parses options only when the spec is truthy
+        return True
+
     def __getitem__(self, key: str) -> Any:
         return directives.unchanged
 
@@ -131,7 +140,7 @@ def _install_fallbacks() -> None:
 
         def role(role_name: str, language_module: Any, lineno: int, reporter: Any) -> tuple[Any, list[Any]]:
             found, messages = original_role(role_name, language_module, lineno, reporter)
-            if found is None or role_name.split(":")[-1].lower() in _CODE_ROLES | _NUMBER_ROLES | {"ref", "doc"}:
+            if found is None or role_name.split(":")[-1].lower() in _CODE_ROLES | _NUMBER_ROLES | _OWN_ROLES:
                 return _generic_role, []
             return found, messages
 
@@ -373,6 +382,9 @@ def myst_to_markdown(text: str) -> str:
             continue
         if short in _CODE_DIRECTIVES:
             out += ["```" + args.split(" ")[0], *body, "```"]
+            continue
+        if short == "eval-rst":  # reStructuredText inside markdown: read as such
+            out += rst_to_markdown("\n".join(body))[0].strip("\n").split("\n")
             continue
         content = myst_to_markdown("\n".join(body)).strip("\n").split("\n") if body else []
         if short in _VERSIONS:

@@ -13,11 +13,14 @@ import re
 
 from ...core.errors import SourceRejected
 
+_CONTROL_RE = re.compile(r"[\x00-\x07\x0b\x0e-\x1a\x1c-\x1f\x7f-\x9f]")
+
 
 def _printable_share(text: str) -> float:
     if not text:
         return 1.0
-    bad = sum(1 for ch in text if (ord(ch) < 32 and ch not in "\t\n\r\f\x1b\x08") or 0x7F <= ord(ch) < 0xA0)
+    # Counted by the regex engine, not a Python loop: a 10 MB page is read in milliseconds.
+    bad = sum(1 for _ in _CONTROL_RE.finditer(text))
     return 1 - bad / len(text)
 
 

@@ -126,7 +126,10 @@ def main(argv: list[str]) -> int:
         except MemoryError:  # even the reply could not be built
             message = {"code": "too-much-memory", "fatal": True, "message": "needs more memory than allowed to read"}
         del data
-        _reply(out, message)
+        try:
+            _reply(out, message)
+        except (BrokenPipeError, OSError):
+            return 0  # the daemon went away while this document was read
         if message.get("fatal"):
             return 1  # after a MemoryError the heap is suspect: the pool starts a fresh worker
 
