@@ -198,3 +198,32 @@ def test_what_it_is_quotes_the_best_definition_and_is_upgraded(services: Service
     assert page.meta["summary"].startswith("CSRF attacks allow"), page.meta
     mentioned = get_section(page.body, "Mentioned in") or ""
     assert "Another big problem is CSRF." in mentioned  # every source's sentence stays listed
+
+
+CLI_A = """# Click
+
+Click is a Python package for creating beautiful command line interfaces. The command line interface is built
+from decorated functions. Writing command line tools is easy with it: the command line interface grows with the
+code. Each command line interface gets help pages, and writing command groups takes one decorator.
+"""
+CLI_B = """# Typer notes
+
+A command line interface can nest commands, and the command line interface shows their help. We keep writing
+command callbacks as plain functions, and writing command tests needs no terminal. Every command line interface
+here starts from one function.
+"""
+
+
+def test_fragments_of_a_phrase_are_not_concepts_and_overview_ranks_names(services: Services) -> None:
+    services.drop("click.md", CLI_A)
+    services.drop("typer.md", CLI_B)
+    services.drop("a.md", WORDS_A)
+    services.drop("b.md", WORDS_B)
+    services.drain()
+    titles = {t.casefold() for t in concept_titles(services.vault.wiki)}
+    assert not titles & {"line interface", "writing command", "line interfaces", "line interface grows"}, titles
+    assert "command line interface" in titles, titles
+    overview = (services.vault.wiki / "overview.md").read_text(encoding="utf-8")
+    main_ones = overview.split("The main ones", 1)[-1].split("##", 1)[0]
+    assert "[[csrf|CSRF]]" in main_ones or "[[csrf]]" in main_ones, main_ones
+    assert "point" not in main_ones.casefold() and "john" not in main_ones.casefold(), main_ones

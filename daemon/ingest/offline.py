@@ -234,6 +234,8 @@ def plain_inline(text: str) -> str:
     text = _IMAGE_RE.sub("", text)
     text = re.sub(r"\[([^\]]+)\]\((?:[^()\s]|\([^()]*\))*(?:\s+\"[^\"]*\")?\)", r"\1", text)
     text = re.sub(r"\[([^\]]+)\]\[[^\]]*\]", r"\1", text)  # reference links
+    text = re.sub(r"`([^`<]+?)\s*<[^<>`]+>`__?", r"\1", text)  # reST links: `text <url>`_
+    text = re.sub(r"\s*\[(?:#\w*|\*|\d+)\]_", "", text)  # reST footnote references: [#f1]_
     text = re.sub(r"<(https?://[^>\s]+)>", r"\1", text)  # autolinks
     text = _ROLE_RE.sub(_role_text, text)
     text = _MYST_ROLE_RE.sub(_role_text, text)

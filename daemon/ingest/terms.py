@@ -94,7 +94,7 @@ ms us µs ns ps sec secs min mins hr hrs hz khz mhz ghz px pt em rem dpi ppi fps
 mm cm km kg mg ml kw mw kwh am pm utc gmt
 """.split())  # noqa: SIM905 - a word list reads better as prose
 COMMON_ZIPF = 4.3  # a word this frequent in English (wordfreq's Zipf scale) is a word, not a name
-PHRASE_ZIPF = 4.0  # a lower-case phrase this frequent says nothing specific
+PHRASE_ZIPF = 4.9  # a lower-case phrase this frequent is everyday language ("first time", "next step")
 
 
 @lru_cache(maxsize=65536)
@@ -381,10 +381,12 @@ def _placeholder_word(label: str, sentence: str, body: str) -> bool:
 
 
 def _inside_longer(phrase: str, folded_prose: str) -> bool:
-    """Most occurrences of ``phrase`` follow the same word: it is the tail of a longer phrase."""
-    before = Counter(m.group(1) for m in re.finditer(rf"(\w+)[\s-]+{re.escape(phrase.casefold())}\b", folded_prose))
+    """Most occurrences of ``phrase`` follow the same content word: it is the tail of a longer
+    phrase ("line interface" in "command line interface"; "a cache profiler" does not count)."""
+    before = Counter(m.group(1) for m in re.finditer(rf"(\w+)[\s-]+{re.escape(phrase.casefold())}\b", folded_prose)
+                     if m.group(1) not in _STOPWORDS and not m.group(1).isdigit())
     total = folded_prose.count(phrase.casefold())
-    return bool(before) and total >= 2 and before.most_common(1)[0][1] >= 0.6 * total
+    return bool(before) and before.most_common(1)[0][1] >= 0.6 * max(1, total)
 
 
 def _drop_contained(ranked: list[str], labels: dict[str, Counter[str]], folded_prose: str) -> list[str]:
