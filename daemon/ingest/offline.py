@@ -364,6 +364,14 @@ def find_title(text: str, kind: str, doc_title: str, fallback: str, meta: dict[s
         return first_h1[:120]
     if doc_title.strip() and not _junk_metadata_title(doc_title) and not sentence_like(doc_title):
         return " ".join(doc_title.split())[:120]
+    if kind in ("pdf", "docx", "pptx"):
+        # No heading, no metadata: a title page's first line names the document, when it is one
+        # ("Shared MIME-info Database"), not a sentence or a banner.
+        first = next((b for b in blocks(text) if b.kind != "heading"), None)
+        line = _clean_heading(first.text) if first is not None else ""
+        if (first is not None and first.line < 3 and 1 <= len(line.split()) <= 10 and not sentence_like(line)
+                and not line.endswith((".", ":", ",")) and line[:1].isupper() and not _generated_banner(line)):
+            return line[:120]
     return fallback[:120]
 
 
