@@ -103,6 +103,9 @@ def _docx_from_markdown(text: str) -> bytes:
         block = block.strip()
         if not block:
             continue
+        setext = re.fullmatch(r"([^\n]+)\n(=+|-+)\s*", block)
+        if setext:  # "Title\n=====" is a heading too
+            block = ("# " if setext.group(2)[0] == "=" else "## ") + setext.group(1).strip()
         heading = re.match(r"^(#{1,3})\s+(.+)", block)
         if heading and "\n" not in block:
             document.add_paragraph(heading.group(2), style=f"Heading {len(heading.group(1))}")

@@ -327,7 +327,7 @@ def humanize_file_name(path: str) -> str:
 
 def _clean_heading(text: str) -> str:
     text = re.sub(r"\s*\{#[^}]*\}\s*$", "", text)  # {#anchor}
-    text = plain_inline(text.strip().rstrip("#").strip())
+    text = plain_inline(re.sub(r"\s+(=+|-{2,})$", "", text.strip()).rstrip("#").strip())  # a setext underline
     return " ".join(text.split())
 
 
