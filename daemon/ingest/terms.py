@@ -3,7 +3,11 @@
 Candidates come from three places: proper names (capitalised or CamelCase words and runs of
 them, acronyms, product names such as ``libxml2``), terms a heading defines (``## Memcheck``),
 and keyphrases found by yake when the ``keyphrases`` extra is installed. Generic words
-(:data:`textrules.GENERIC_TITLES`) never become terms.
+(:data:`textrules.GENERIC_TITLES`) never become terms, nor do common words of the language
+(wordfreq's English frequencies: Point, Fix, John), days, months, units, code tokens, a man
+page's placeholder words (MODE, FILE) or fragments of a longer phrase ("line interface");
+acronyms and names stay (HEAD, CSRF, Flask). A mention's score says how well its sentence
+defines the term ("X is …", "X lets/allows …", a whole sentence naming it).
 
 :class:`TermIndex` is the bookkeeping, in SQLite (``.wikiwright/terms.db``): which sources
 mention which term, the sentence where each does and how well it defines the term, and the
