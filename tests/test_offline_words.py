@@ -104,6 +104,9 @@ The tutorial walks through a basic blog application called Flaskr, built with [W
 
 Run the tests as shown below and read what pytest reports.
 
+Version 2.0.1 of the tutorial added route shortcuts, e.g. `app.get()` and `app.post()`, beside `app.route()`. The
+shortcuts call ``flask.Flask.add_url_rule`` with the method filled in.
+
 ```
 $ pytest tests/
 FAILED test_class_demo.py::TestClassDemoInstance::test_two - assert 0
@@ -132,6 +135,9 @@ def test_key_points_are_whole_sentences_of_the_main_prose(services: Services) ->
         assert "FAILED" not in text and "$ " not in text and "Build Status" not in text, text
     for point in points:
         assert point.rstrip("`*_\"')").endswith((".", "!", "?")), point  # whole sentences, never cut
+    # Never cut inside an abbreviation, a version number or a code span.
+    assert ("Version 2.0.1 of the tutorial added route shortcuts, e.g. `app.get()` and `app.post()`, beside "
+            "`app.route()`.") in shown, shown
     # A changelog is summarised as a changelog: its newest entry and what changed in it.
     _, body = source_page(services, "flask/CHANGES.md")
     summary = section(body, "Summary")
