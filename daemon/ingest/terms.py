@@ -385,10 +385,13 @@ def _placeholder_word(label: str, sentence: str, body: str) -> bool:
     word = re.escape(label)
     if re.search(rf"(?:[=\[<,]|(?<![\w-])--?[\w-]+[ =]){word}\b|\b{word}(?:\.\.\.|\[)", body):
         return True  # "--mode=MODE", "MODE[,MODE]...", "FILE...": a placeholder
-    # An English word in capitals is emphasis ("NEVER", "ANY WARRANTY") unless the prose uses it
-    # as a name, after a determiner or a preposition ("the HEAD of the branch", "over HTTP").
-    return len(label) >= 4 and zipf(label.casefold()) >= COMMON_ZIPF and re.search(
-        rf"\b(?:the|a|an|to|of|your|its|this|that|from|at|on|in|over|via|with|by|for)\s+{word}\b", body) is None
+    # An English word in capitals that the text also writes as a plain word is emphasis ("NEVER",
+    # "ANY WARRANTY" beside "never", "warranty"), unless the prose uses it as a name, after a
+    # determiner or a preposition ("the HEAD of the branch"); "HTTP" is no word ("http://" is a URL).
+    return (len(label) >= 4 and zipf(label.casefold()) >= COMMON_ZIPF
+            and re.search(rf"(?<![\w/.:-]){re.escape(label.casefold())}(?![\w/:.-])", body) is not None
+            and re.search(rf"\b(?:the|a|an|to|of|your|its|this|that|from|at|on|in|over|via|with|by|for)\s+{word}\b",
+                          body) is None)
 
 
 def _inside_longer(phrase: str, folded_prose: str) -> bool:
