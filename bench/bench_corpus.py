@@ -103,6 +103,9 @@ def _docx_from_markdown(text: str) -> bytes:
         block = block.strip()
         if not block:
             continue
+        setext = re.fullmatch(r"([^\n]+)\n(=+|-+)\s*", block)
+        if setext:  # "Title\n=====" is a heading too
+            block = ("# " if setext.group(2)[0] == "=" else "## ") + setext.group(1).strip()
         heading = re.match(r"^(#{1,3})\s+(.+)", block)
         if heading and "\n" not in block:
             document.add_paragraph(heading.group(2), style=f"Heading {len(heading.group(1))}")
@@ -564,7 +567,9 @@ def words_checks(run: Run, kinds: dict[str, str]) -> dict[str, Any]:
         title = str(meta.get("title") or "")
         if _bare_file_name(title, name):  # read the source again only then (a PDF takes a while)
             source = read_source(run.vault.raw / name, (run.vault.raw / name).read_bytes())
-            if re.search(r"^# \S", source.text, re.MULTILINE) is not None or bool(source.doc_title.strip()):
+            own = {h.strip().casefold() for h in re.findall(r"^# (.+)$", source.text, re.MULTILINE)}
+            own |= {part.strip().casefold() for part in re.split(r"\s+[|—–·:-]\s+", source.doc_title) if part.strip()}
+            if own and title.casefold() not in own:  # a heading or metadata said more than the file name
                 bare.append(f"{name}: {title}")
         if _sentence_title(title):
             sentence_titles.append(f"{name}: {title}")

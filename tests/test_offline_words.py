@@ -104,6 +104,9 @@ The tutorial walks through a basic blog application called Flaskr, built with [W
 
 Run the tests as shown below and read what pytest reports.
 
+Version 2.0.1 of the tutorial added route shortcuts, e.g. `app.get()` and `app.post()`, beside `app.route()`. The
+shortcuts call ``flask.Flask.add_url_rule`` with the method filled in.
+
 ```
 $ pytest tests/
 FAILED test_class_demo.py::TestClassDemoInstance::test_two - assert 0
@@ -132,6 +135,9 @@ def test_key_points_are_whole_sentences_of_the_main_prose(services: Services) ->
         assert "FAILED" not in text and "$ " not in text and "Build Status" not in text, text
     for point in points:
         assert point.rstrip("`*_\"')").endswith((".", "!", "?")), point  # whole sentences, never cut
+    # Never cut inside an abbreviation, a version number or a code span.
+    assert ("Version 2.0.1 of the tutorial added route shortcuts, e.g. `app.get()` and `app.post()`, beside "
+            "`app.route()`.") in shown, shown
     # A changelog is summarised as a changelog: its newest entry and what changed in it.
     _, body = source_page(services, "flask/CHANGES.md")
     summary = section(body, "Summary")
@@ -198,3 +204,32 @@ def test_what_it_is_quotes_the_best_definition_and_is_upgraded(services: Service
     assert page.meta["summary"].startswith("CSRF attacks allow"), page.meta
     mentioned = get_section(page.body, "Mentioned in") or ""
     assert "Another big problem is CSRF." in mentioned  # every source's sentence stays listed
+
+
+CLI_A = """# Click
+
+Click is a Python package for creating beautiful command line interfaces. The command line interface is built
+from decorated functions. Writing command line tools is easy with it: the command line interface grows with the
+code. Each command line interface gets help pages, and writing command groups takes one decorator.
+"""
+CLI_B = """# Typer notes
+
+A command line interface can nest commands, and the command line interface shows their help. We keep writing
+command callbacks as plain functions, and writing command tests needs no terminal. Every command line interface
+here starts from one function.
+"""
+
+
+def test_fragments_of_a_phrase_are_not_concepts_and_overview_ranks_names(services: Services) -> None:
+    services.drop("click.md", CLI_A)
+    services.drop("typer.md", CLI_B)
+    services.drop("a.md", WORDS_A)
+    services.drop("b.md", WORDS_B)
+    services.drain()
+    titles = {t.casefold() for t in concept_titles(services.vault.wiki)}
+    assert not titles & {"line interface", "writing command", "line interfaces", "line interface grows"}, titles
+    assert "command line interface" in titles, titles
+    overview = (services.vault.wiki / "overview.md").read_text(encoding="utf-8")
+    main_ones = overview.split("The main ones", 1)[-1].split("##", 1)[0]
+    assert "[[csrf|CSRF]]" in main_ones or "[[csrf]]" in main_ones, main_ones
+    assert "point" not in main_ones.casefold() and "john" not in main_ones.casefold(), main_ones

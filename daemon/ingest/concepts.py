@@ -1,11 +1,14 @@
 """Concept and entity pages kept by the offline engine, and overview.md kept by code.
 
-A term two or more sources share gets a page: what it is (the best defining sentence,
-quoted, with its source), which sources mention it and the sentence where each does, and the
-related terms that share sources with it. Every change is a :class:`PageChange` computed from
-the page as it is on disk (its base, for compare-and-swap): a new source adds its line, its
-source to ``sources`` and any new related term; nothing already on a page is rewritten, so a
-person's edits and a model's later additions stay. Pages carry the same front matter as
+A term two or more sources share gets a page once one of them says it in a whole sentence:
+what it is (the best defining sentence, quoted, with its source; replaced when a later source
+defines it better and the section is still the engine's own quote), which sources mention it
+and the sentence where each does, and the related terms that share sources with it. Every
+change is a :class:`PageChange` computed from the page as it is on disk (its base, for
+compare-and-swap): a new source adds its line, its source to ``sources`` and any new related
+term; nothing else already on a page is rewritten, so a person's edits and a model's later
+additions stay. overview.md's "main ones" are ranked by sources × specificity (wordfreq).
+Pages carry the same front matter as
 model-written pages (``type``, ``title``, ``summary``, ``sources`` as source page stems,
 ``updated``, ``tags``, ``aliases``), so a model configured later continues them.
 """

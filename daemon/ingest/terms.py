@@ -3,7 +3,11 @@
 Candidates come from three places: proper names (capitalised or CamelCase words and runs of
 them, acronyms, product names such as ``libxml2``), terms a heading defines (``## Memcheck``),
 and keyphrases found by yake when the ``keyphrases`` extra is installed. Generic words
-(:data:`textrules.GENERIC_TITLES`) never become terms.
+(:data:`textrules.GENERIC_TITLES`) never become terms, nor do common words of the language
+(wordfreq's English frequencies: Point, Fix, John), days, months, units, code tokens, a man
+page's placeholder words (MODE, FILE) or fragments of a longer phrase ("line interface");
+acronyms and names stay (HEAD, CSRF, Flask). A mention's score says how well its sentence
+defines the term ("X is …", "X lets/allows …", a whole sentence naming it).
 
 :class:`TermIndex` is the bookkeeping, in SQLite (``.wikiwright/terms.db``): which sources
 mention which term, the sentence where each does and how well it defines the term, and the
@@ -94,7 +98,7 @@ ms us µs ns ps sec secs min mins hr hrs hz khz mhz ghz px pt em rem dpi ppi fps
 mm cm km kg mg ml kw mw kwh am pm utc gmt
 """.split())  # noqa: SIM905 - a word list reads better as prose
 COMMON_ZIPF = 4.3  # a word this frequent in English (wordfreq's Zipf scale) is a word, not a name
-PHRASE_ZIPF = 4.0  # a lower-case phrase this frequent says nothing specific
+PHRASE_ZIPF = 4.9  # a lower-case phrase this frequent is everyday language ("first time", "next step")
 
 
 @lru_cache(maxsize=65536)
@@ -376,15 +380,27 @@ def _placeholder_word(label: str, sentence: str, body: str) -> bool:
         return False
     if sentence_problem(sentence):
         return True
-    return label.isupper() and re.search(rf"(?:[=\[<]|--?[\w-]+ ){re.escape(label)}\b|\b{re.escape(label)}\.\.\.",
-                                         body) is not None
+    if not label.isupper():
+        return False
+    word = re.escape(label)
+    if re.search(rf"(?:[=\[<,]|(?<![\w-])--?[\w-]+[ =]){word}\b|\b{word}(?:\.\.\.|\[)", body):
+        return True  # "--mode=MODE", "MODE[,MODE]...", "FILE...": a placeholder
+    # An English word in capitals that the text also writes as a plain word is emphasis ("NEVER",
+    # "ANY WARRANTY" beside "never", "warranty"), unless the prose uses it as a name, after a
+    # determiner or a preposition ("the HEAD of the branch"); "HTTP" is no word ("http://" is a URL).
+    return (len(label) >= 4 and zipf(label.casefold()) >= COMMON_ZIPF
+            and re.search(rf"(?<![\w/.:-]){re.escape(label.casefold())}(?![\w/:.-])", body) is not None
+            and re.search(rf"\b(?:the|a|an|to|of|your|its|this|that|from|at|on|in|over|via|with|by|for)\s+{word}\b",
+                          body) is None)
 
 
 def _inside_longer(phrase: str, folded_prose: str) -> bool:
-    """Most occurrences of ``phrase`` follow the same word: it is the tail of a longer phrase."""
-    before = Counter(m.group(1) for m in re.finditer(rf"(\w+)[\s-]+{re.escape(phrase.casefold())}\b", folded_prose))
+    """Most occurrences of ``phrase`` follow the same content word: it is the tail of a longer
+    phrase ("line interface" in "command line interface"; "a cache profiler" does not count)."""
+    before = Counter(m.group(1) for m in re.finditer(rf"(\w+)[\s-]+{re.escape(phrase.casefold())}\b", folded_prose)
+                     if m.group(1) not in _STOPWORDS and not m.group(1).isdigit())
     total = folded_prose.count(phrase.casefold())
-    return bool(before) and total >= 2 and before.most_common(1)[0][1] >= 0.6 * total
+    return bool(before) and before.most_common(1)[0][1] >= 0.6 * max(1, total)
 
 
 def _drop_contained(ranked: list[str], labels: dict[str, Counter[str]], folded_prose: str) -> list[str]:

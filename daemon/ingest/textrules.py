@@ -6,6 +6,10 @@ changelog's entry header or trailer. The rule's name is what ``bench_corpus`` re
 sections whose heading says they hold such text (License, Contents, Synopsis, …) are left out
 of summaries, key points and concept sentences too.
 
+:func:`sentence_problem` says why a sentence is not a whole sentence of prose (a fragment,
+code or console output, a link-reference definition, a menu, raw markup): summaries, key
+points and "What it is" quotes take only whole sentences.
+
 Words that say nothing about what a page is about ("Documentation", "Introduction", "README",
 "Overview", "Changelog", …) are :data:`GENERIC_TITLES`: never a concept page, never a link
 target found by title matching.
