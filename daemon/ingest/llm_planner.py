@@ -42,7 +42,15 @@ from ..ingest.cost import (
 from ..ingest.llm import LLMClient, Tolerance
 from ..ingest.normalize import Normaliser, PageNames, source_date
 from ..ingest.offline import SourceDigest, find_dates, render_source_page
-from ..ingest.operations import OPERATION_SCHEMAS, REPLY_ENVELOPE, REPLY_SCHEMA, Held, Workspace, summarize_op
+from ..ingest.operations import (
+    MAX_OPERATIONS,
+    OPERATION_SCHEMAS,
+    REPLY_ENVELOPE,
+    REPLY_SCHEMA,
+    Held,
+    Workspace,
+    summarize_op,
+)
 from ..ingest.plan import IngestPlan, redact_source, source_page_name
 from ..intake.extract import SourceText
 from ..intake.ledger import FileRecord, Ledger
@@ -387,7 +395,10 @@ class ModelPlanner:
 
     def _apply(self, reply: dict[str, Any], workspace: Workspace) -> None:
         """Each operation on its own: normalised, checked, applied or held with its reason."""
-        prepared = [workspace.prepare(op) for op in reply.get("operations") or []]
+        operations = list(reply.get("operations") or [])
+        for op in operations[MAX_OPERATIONS:]:
+            workspace.hold(op, f"the reply holds {len(operations)} operations, over {MAX_OPERATIONS} in one reply")
+        prepared = [workspace.prepare(op) for op in operations[:MAX_OPERATIONS]]
         named = {p.page for p in prepared if p.page}
         limit = self.config.llm.max_pages_per_ingest
         if len(named) > limit:
