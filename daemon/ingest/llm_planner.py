@@ -25,7 +25,14 @@ from string import Template
 from typing import Any
 
 from ..core.config import Config
-from ..core.errors import LLMAuthError, LLMReplyError, LLMTransientError, SourceAwaitsApproval, SourceRejected
+from ..core.errors import (
+    LLMAuthError,
+    LLMReplyError,
+    LLMTransientError,
+    SourceAwaitsApproval,
+    SourceRejected,
+    UnsafePathError,
+)
 from ..core.fsutil import atomic_write_text
 from ..core.resources import read_shipped_text
 from ..core.vault import Vault
@@ -292,7 +299,7 @@ class ModelPlanner:
         def exists(name: str) -> bool:
             try:
                 return self.vault.wiki_path(f"{name}.md").exists()
-            except Exception:  # an unsafe name: it is no page (the checks hold it)
+            except (UnsafePathError, OSError, ValueError):  # an unsafe name: no page (the checks hold it)
                 return False
 
         def labels() -> list[tuple[str, str, tuple[str, ...], bool]]:

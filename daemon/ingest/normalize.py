@@ -374,6 +374,3 @@ class Normaliser:
             if changed:
                 op["links"] = fixed
                 kinds["link-target"] += changed
-
-    def _add_aliases(self, op: dict[str, Any], kinds: Counter[str]) -> None:
-        pass
