@@ -373,3 +373,15 @@ def test_a_reply_over_the_operation_limit_lands_its_first_sixty(services: Servic
     assert "- entry 59" in text and "- entry 60" not in text
     lines = held(services)
     assert len(lines) == 2 and all("over 60" in line for line in lines)
+
+
+def test_fields_named_the_models_own_way(services: Services) -> None:
+    ingest_notes(services, reply(
+        {"action": "add_to_section", "page_name": "billing-api", "section": "Owners", "content": "The payments team."},
+        {"operation": "add_claim", "page": "billing-api", "claim_key": "billing-api.owner", "value": "payments team",
+         "date": "May 12, 2026", "evidence": CLAIM["quote"], "replace": "false"},
+    ))
+    assert "## Owners" in page(services, "billing-api") and "The payments team." in page(services, "billing-api")
+    assert claims(services, "billing-api", "billing-api.owner") == [("payments team", "2026-05-12", "current")]
+    kinds = tolerance(services)["kinds"]
+    assert kinds["field-name"] == 9 and not held(services)
