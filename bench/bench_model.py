@@ -6,9 +6,16 @@ prints per ingest: prompt tokens (chars/4 of everything sent), model calls, and 
 processing time excluding the model (wall time of the ingest minus the HTTP call latency).
 
     .venv/bin/python bench/bench_model.py [--sizes 10,100,1000,10000] [--sources 5]
+    .venv/bin/python bench/bench_model.py --kestrel 1000
 
 Target (issue 3): prompt tokens at 10,000 pages within 1.2x of those at 100 pages; at most
 2 model calls per ordinary source.
+
+``--kestrel N`` (issue 22) tells a correction story among N look-alike pages: a gateway
+(Kestrel) whose rate limit, burst and retention claims sit on one page beside N "Kestrel shard"
+pages sharing its words and claim attributes; four corrections follow, one in words that share
+nothing with the claim's key. The scripted model supersedes only the claims its prompt shows (a
+careful model cannot correct what it does not see). Target: no missed supersession.
 """
 
 from __future__ import annotations
@@ -128,11 +135,118 @@ def run_size(size: int, sources: int) -> dict[str, float]:
             "ours_ms": statistics.median(ours) * 1000}
 
 
+KESTREL_DESIGN = """\
+# Kestrel gateway design
+
+Date: 2026-02-01.
+
+The Kestrel gateway allows 100 requests per second per tenant.
+Kestrel accepts bursts of 200 requests.
+The Kestrel ingest tier keeps raw events for 90 days.
+"""
+# (claim key, old value, the design doc's sentence, the correction, its sentence, the new value)
+KESTREL_CLAIMS = [
+    ("kestrel.rate-limit", "100 requests per second per tenant", "The Kestrel gateway allows 100 requests per "
+     "second per tenant.", "We lowered the Kestrel rate limit from 100 to 50 requests per second per tenant.",
+     "50 requests per second per tenant"),
+    ("kestrel.burst", "200 requests", "Kestrel accepts bursts of 200 requests.",
+     "The Kestrel burst is now 300 requests.", "300 requests"),
+    ("kestrel.data-retention", "90 days", "The Kestrel ingest tier keeps raw events for 90 days.",
+     "Raw events are now kept for 30 days.", "30 days"),  # no word of the key, nor the old value
+    ("kestrel.rate-limit", "50 requests per second per tenant", "", "Going forward the per-tenant limit on the "
+     "Kestrel gateway is 40 requests per second, replacing the earlier limit.", "40 requests per second per tenant"),
+]
+
+
+def kestrel_story(pages: int) -> int:
+    """The Kestrel correction story among ``pages`` look-alike pages; returns missed supersessions."""
+    from wikiwright.wiki.pages import parse_claims, parse_page
+
+    rng = random.Random(7)
+    with tempfile.TemporaryDirectory() as tmp:
+        vault, _ = init_vault(Path(tmp) / "vault", "wikiwright", "wikiwright@localhost")
+        for n in range(pages):
+            name = f"kestrel-shard-{n:04d}"
+            prose = (f"Kestrel shard {n} serves tenants in region {n % 23}; its gateway rate limit and burst are "
+                     f"tuned per tenant, and raw events from it are kept by the ingest tier. Requests per second "
+                     f"per tenant are reviewed weekly.")
+            body = (f"# Kestrel shard {n}\n\n{prose}\n\n## Claims\n"
+                    f"- `kestrel-shard-{n:04d}.rate-limit`: {rng.randint(60, 140)} requests per second per tenant "
+                    f"(as of 2026-01-01, [[src-seed]])\n"
+                    f"- `kestrel-shard-{n:04d}.burst`: {rng.randint(100, 300)} requests "
+                    f"(as of 2026-01-01, [[src-seed]])\n")
+            page = Page({"type": "entity", "title": f"Kestrel shard {n}", "summary": prose[:100],
+                         "sources": ["src-seed"], "updated": "2026-01-01", "tags": [], "aliases": []}, body)
+            (vault.wiki / f"{name}.md").write_text(render_page(page), encoding="utf-8")
+        subprocess.run(["git", "-C", str(vault.root), "add", "wiki"], check=True)
+        subprocess.run(["git", "-C", str(vault.root), "-c", "user.name=seed", "-c", "user.email=s@x", "commit",
+                        "-qm", "seed"], check=True)
+        design = {"title": "Kestrel gateway design", "summary": "Limits.", "key_points": [], "operations": [
+            {"op": "create_page", "page": "kestrel-gateway", "type": "entity", "title": "Kestrel gateway",
+             "summary": "The gateway in front of the ingest tier.", "body": "# Kestrel gateway\n\nThe gateway."},
+            *[{"op": "add_claim", "page": "kestrel-gateway", "key": key, "value": old, "as_of": "2026-02-01",
+               "quote": quote, "replaces": False} for key, old, quote, _, _ in KESTREL_CLAIMS if quote]]}
+
+        def model(request: dict[str, Any]) -> dict[str, Any]:
+            prompt = prompt_text(request)
+            if "`raw/kestrel-design.md`" in prompt:
+                return design
+            for index, (key, old, _, correction, new) in enumerate(KESTREL_CLAIMS):
+                if f"`raw/kestrel-fix-{index}.md`" in prompt:
+                    if f"`{key}`: {old}" not in prompt:
+                        return {"title": "fix", "summary": "", "operations": []}  # not shown: not corrected
+                    return {"title": "fix", "summary": "", "operations": [
+                        {"op": "add_claim", "page": "kestrel-gateway", "key": key, "value": new,
+                         "as_of": "2026-05-01", "quote": correction, "replaces": True}]}
+            return {"title": "unknown", "summary": "", "operations": []}
+
+        with ScriptedServer(model) as server:
+            os.environ["SCRIPTED_LLM_KEY"] = "sk-bench"
+            config = server.config(load_config(vault.root))
+            ledger = Ledger(vault.db_path)
+            catalog = Catalog(vault)
+            catalog.refresh()
+            pipeline = Pipeline(Door(config, vault, ledger, catalog, GitRepo(vault.root)),
+                                planner=ModelPlanner(config, vault, ledger, catalog))
+            registrar = Registrar(vault, ledger, 10**7, threading.Event())
+            sources = [("kestrel-design.md", KESTREL_DESIGN)]
+            sources += [(f"kestrel-fix-{i}.md", f"# Kestrel change {i}\n\nDate: 2026-05-0{i + 1}.\n\n{c[3]}\n")
+                        for i, c in enumerate(KESTREL_CLAIMS)]
+            chars = []
+            for name, text in sources:
+                path = vault.raw / name
+                path.write_text(text)
+                registrar.register(path)
+                before = len(server.requests)
+                result = pipeline.drain_once()
+                assert result is not None and result.state == "ingested", result
+                chars.append(sum(len(prompt_text(r)) for r in server.requests[before:]))
+            ledger.close()
+            catalog.close()
+        claims, _ = parse_claims(parse_page((vault.wiki / "kestrel-gateway.md").read_text()).body)
+        missed = []
+        last = {key: new for key, _, _, _, new in KESTREL_CLAIMS}  # each key's final value
+        for key, old, _, _, new in KESTREL_CLAIMS:
+            values = {c.value for c in claims if c.key == key and c.is_current}
+            if old in values or (last[key] == new and new not in values):
+                missed.append(f"{key}: {old} -> {new} (current: {', '.join(sorted(values)) or 'none'})")
+        print(f"kestrel story at {pages} look-alike pages: prompt chars per ingest "
+              f"{' '.join(str(c) for c in chars)}; missed supersessions: {len(missed)}")
+        for line in missed:
+            print(f"  missed: {line}")
+        return len(missed)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", default="10,100,1000,10000")
     parser.add_argument("--sources", type=int, default=5)
+    parser.add_argument("--kestrel", type=int, metavar="N", help="only the Kestrel correction story at N pages")
     args = parser.parse_args()
+    if args.kestrel:
+        missed = kestrel_story(args.kestrel)
+        print(f"target: no missed supersession: {'met' if not missed else 'NOT met'}")
+        return 0 if not missed else 1
     rows = [run_size(int(s), args.sources) for s in args.sizes.split(",")]
     base = next((r for r in rows if r["size"] == 100), rows[0])
     print(f"{'pages':>7} {'prompt tok/ingest':>18} {'max':>7} {'vs 100':>7} {'calls/ingest':>13} {'max':>4} "

@@ -3,7 +3,9 @@
 Five hand-written documents about one project (Heron, a data platform), then 50 generated
 notes that each mention the project and 2 of 18 topics, through the project's scripted server
 (``ingest/scripted_server.py``) replying as a careful model would: pages for the project and
-each topic, a line on each page a note concerns, a claim per note that changes a topic's value.
+each topic, a line on every concept page a source touches (what it says of that topic, in its
+words, as real models write: so busy concept pages grow), a claim per note that changes a topic's
+value.
 
 Prints, per ingest: prompt characters (everything sent) at docs 1–5 and 51–55, model calls,
 and for docs 51–55 the one-shot CLI's wall time excluding the model (``wikiwright ingest`` in
@@ -127,6 +129,15 @@ def slug(name: str) -> str:
     return slugify(name)
 
 
+def mentioning(text: str, topic: str, skip: str = "") -> str:
+    """The source's first sentence naming ``topic`` (not ``skip``), as a model's line would say it."""
+    body = " ".join(line for line in text.splitlines() if line and not line.startswith("#"))
+    for sentence in body.replace("; ", ". ").split(". "):
+        if topic in sentence and sentence.strip().rstrip(".") != skip.rstrip("."):
+            return sentence.strip().rstrip(".") + "."
+    return f"{topic} came up."
+
+
 def note_text(index: int, rng: random.Random) -> tuple[str, str, str, str, str]:
     """(text, topic a, topic b, attribute, the sentence stating the new value)."""
     a, b = rng.sample(TOPICS, 2)
@@ -171,6 +182,9 @@ class Model:
                             "summary": f"{topic} as {PROJECT} uses it.",
                             "body": f"# {topic}\n\n{topic} as [[heron]] uses it ([[src-{stem}]]).\n"})
                 self.pages.add(slug(topic))
+            elif topic in text:  # as real models do: a line on every concept page the source touches
+                ops.append({"op": "add_to_section", "page": slug(topic), "heading": "Notes",
+                            "text": f"- [[src-{stem}]]: {mentioning(text, topic)}"})
         for line in text.splitlines():
             if line.startswith(f"The {PROJECT} ") and " is " in line:
                 for sentence in line.split(". "):
@@ -187,7 +201,7 @@ class Model:
         self.replies[name] = {"title": text.splitlines()[0].lstrip("# "), "summary": f"About {PROJECT}.",
                               "key_points": [], "operations": ops}
 
-    def plan_note(self, name: str, a: str, b: str, attribute: str, statement: str) -> None:
+    def plan_note(self, name: str, text: str, a: str, b: str, attribute: str, statement: str) -> None:
         stem = name.removesuffix(".md")
         ops: list[dict[str, Any]] = []
         for topic in (a, b):
@@ -196,8 +210,9 @@ class Model:
                             "summary": f"{topic} as {PROJECT} uses it.",
                             "body": f"# {topic}\n\n{topic} as [[heron]] uses it.\n"})
                 self.pages.add(slug(topic))
+            # The line a real model writes: what the note says about this topic, in its words.
             ops.append({"op": "add_to_section", "page": slug(topic), "heading": "Notes",
-                        "text": f"- [[src-{stem}]]: worked on {a} and {b}."})
+                        "text": f"- [[src-{stem}]]: {mentioning(text, topic, skip=statement)}"})
         ops.append({"op": "add_to_section", "page": "heron", "heading": "Notes",
                     "text": f"- [[src-{stem}]]: {a} and {b}."})
         value = statement.rsplit(" ", 1)[-1].rstrip(".")
@@ -224,7 +239,7 @@ def corpus() -> tuple[list[tuple[str, str]], Model]:
     for index in range(1, 51):
         name = f"heron-note-{index:02d}.md"
         text, a, b, attribute, statement = note_text(index, rng)
-        model.plan_note(name, a, b, attribute, statement)
+        model.plan_note(name, text, a, b, attribute, statement)
         docs.append((name, text))
     return docs, model
 

@@ -345,11 +345,12 @@ def test_the_story_told_with_every_habit_gets_the_careful_models_scorecard(servi
     assert careful.score == 100.0, careful.render()
 
     def scores(card: Any) -> dict[str, tuple[int, int]]:
-        return {c.name: (c.passed, c.total) for c in card.checks if c.name != "quotes verified"}
+        return {c.name: (c.passed, c.total) for c in card.checks}
 
+    # Supersession on every page, conflicts kept, the retraction, citations valid, every quote
+    # verified (the typographic ones included): the careful model's card, check for check.
     assert scores(sloppy_card) == scores(careful), sloppy_card.render()
-    quotes = next(c for c in sloppy_card.checks if c.name == "quotes verified")
-    assert quotes.passed == quotes.total > 0, sloppy_card.render()
+    assert sloppy_card.score == 100.0
     # The unsafe operation is held, and only it.
     assert [h["reason"] for h in sloppy_card.held if "onerror" in h["reason"] or "event handler" in h["reason"]]
     assert len(sloppy_card.held) == 1, sloppy_card.held
@@ -362,3 +363,25 @@ def test_the_story_told_with_every_habit_gets_the_careful_models_scorecard(servi
     assert f"tolerance ({model}): 0 applied as sent, {counted.normalised} applied after normalising" in \
         sloppy_card.render()
     assert "1 held back (unsafe-text 1)" in sloppy_card.render()
+
+
+def test_a_reply_over_the_operation_limit_lands_its_first_sixty(services: Services) -> None:
+    ops = [{"op": "add_to_section", "page": "billing-api", "heading": "Log", "text": f"- entry {n}"}
+           for n in range(62)]
+    ingest_notes(services, reply(*ops))
+    text = page(services, "billing-api")
+    assert "- entry 59" in text and "- entry 60" not in text
+    lines = held(services)
+    assert len(lines) == 2 and all("over 60" in line for line in lines)
+
+
+def test_fields_named_the_models_own_way(services: Services) -> None:
+    ingest_notes(services, reply(
+        {"action": "add_to_section", "page_name": "billing-api", "section": "Owners", "content": "The payments team."},
+        {"operation": "add_claim", "page": "billing-api", "claim_key": "billing-api.owner", "value": "payments team",
+         "date": "May 12, 2026", "evidence": CLAIM["quote"], "replace": "false"},
+    ))
+    assert "## Owners" in page(services, "billing-api") and "The payments team." in page(services, "billing-api")
+    assert claims(services, "billing-api", "billing-api.owner") == [("payments team", "2026-05-12", "current")]
+    kinds = tolerance(services)["kinds"]
+    assert kinds["field-name"] == 9 and not held(services)

@@ -6,8 +6,10 @@ corrects even among many pages sharing the source's vocabulary. Then pages whose
 alias the source names, then full-text hits, and the overview.
 
 Each routed page is shown as a *view*: its title, type, aliases and summary, its outline,
-its current claims, and only the paragraphs that share words with the source; a small page
-is shown whole. ``llm.prompt_budget_chars`` is a ceiling, not a target: an ordinary source
+its current claims (first), and only its best paragraphs by their overlap with the source, up
+to a per-page cap; a small page is shown whole. Views are ranked by relevance (claims the
+source speaks about, pages it names, then the best paragraph's match); pages only full-text
+search found are mostly listed by name. ``llm.prompt_budget_chars`` is a ceiling, not a target: an ordinary source
 gets what matches, however much room is left. When the views do not fit, prose goes first
 (the least matching paragraph of the least relevant page first), then whole pages that hold
 no claim the source speaks about, and claims last.
@@ -30,11 +32,14 @@ MAX_CLAIM_PAGES = 12  # pages routed by the claim index
 MAX_SUBJECT_PAGES = 3  # of those, pages reached by a claim's attribute and subject rather than its key
 MAX_OTHER_NAMES = 30  # page names listed for linking
 SEARCH_TERMS = 12
-SMALL_PAGE = 1200  # characters of body: such a page is shown whole
-PAGE_PROSE = 1000  # characters of matching prose shown of a larger page
-MAX_MATCHED = 6  # paragraphs (or list items) shown of a larger page: the best, the latest first on ties
-BRIEF_PROSE = 300  # characters of prose shown of a page only full-text search found: its best paragraph
-MAX_BRIEF_VIEWS = 3  # pages only full-text search found that are shown (the rest are listed by name)
+SMALL_PAGE = 600  # characters of body: such a page is shown whole
+# Per page, the best-matching paragraphs up to this many characters (a busy concept page that
+# every source adds a line to would otherwise fill the prompt with lines the source shares one
+# word with).
+PAGE_PROSE = 700
+MAX_MATCHED = 4  # paragraphs (or list items) shown of a larger page: the best, the latest first on ties
+BRIEF_PROSE = 250  # characters of prose shown of a page only full-text search found: its best paragraph
+MAX_BRIEF_VIEWS = 2  # pages only full-text search found that are shown (the rest are listed by name)
 MAX_CLAIMS_SHOWN = 24  # current claims shown of one page (the source's own first)
 # A paragraph matches the source by the words they share, each weighted by how rare it is on
 # the page (a word on every paragraph says nothing): it must reach MIN_MATCH and a share of
@@ -126,9 +131,26 @@ class PageView:
     kept: set[int] = field(default_factory=set)  # indices of chunks shown
     pinned: bool = False  # holds a claim the source speaks about: never dropped
     section_sizes: dict[str, int] = field(default_factory=dict)
+    mentioned: bool = False  # the source names the page
+
+    def relevance(self) -> tuple[int, int, float]:
+        """Claims the source speaks about first, then pages it names, then the best paragraph's match."""
+        best = max((self.chunks[i].score for i in self.kept), default=0.0)
+        return (-self.matched_claims, 0 if self.mentioned else 1, -best)
 
     def render(self) -> str:
+        # Claims first: what a correction must see; the prose after it, best-matching first cut.
         lines = [f"=== page: {self.name} ===", self.head]
+        if self.claims:
+            lines.append("## Claims (current)")
+            lines.extend(self.claims)
+        extra = []
+        if self.hidden_claims:
+            extra.append(f"{self.hidden_claims} more current claims")
+        if self.struck:
+            extra.append(f"{self.struck} struck-through claims")
+        if extra:
+            lines.append(f"[… {' and '.join(extra)} not shown]")
         shown: dict[str, list[Chunk]] = {}
         for index in sorted(self.kept, key=lambda i: self.chunks[i].order):
             chunk = self.chunks[index]
@@ -140,16 +162,6 @@ class PageView:
             left = self.section_sizes.get(section, 0) - sum(len(c.text) for c in chunks)
             if left > 40:
                 lines.append(f"[… {left} more characters of this section not shown]")
-        if self.claims:
-            lines.append("## Claims (current)")
-            lines.extend(self.claims)
-        extra = []
-        if self.hidden_claims:
-            extra.append(f"{self.hidden_claims} more current claims")
-        if self.struck:
-            extra.append(f"{self.struck} struck-through claims")
-        if extra:
-            lines.append(f"[… {' and '.join(extra)} not shown]")
         lines.append(f"=== end of {self.name} ===")
         return "\n".join(lines)
 
@@ -233,7 +245,7 @@ def build_view(name: str, rank: int, page: Page, source_terms: set[str], claim_k
     view = PageView(
         name=name, rank=rank, head="", claims=[c.render() for c in shown_claims], matched_claims=matched,
         hidden_claims=len(current) - len(shown_claims), struck=len(claims) - len(current), chunks=chunks,
-        pinned=bool(claim_keys), section_sizes=sizes,
+        pinned=bool(claim_keys), section_sizes=sizes, mentioned=mentioned,
     )
     if small:
         view.kept = set(range(len(chunks)))
@@ -317,6 +329,10 @@ def page_context(routing: Routing, read: Callable[[str], Page | None], source: s
             listed.append(name)
         else:
             views.append(view)
+    # Ranked by relevance to the source (the overview last): the cut starts from the end.
+    views.sort(key=lambda v: (v.name == "overview", v.relevance()))
+    for rank, view in enumerate(views):
+        view.rank = rank
     fit(views, available)
     shown = [v.name for v in views]
     dropped = [n for n in routing.candidates if n not in shown and n not in listed]

@@ -25,7 +25,14 @@ from string import Template
 from typing import Any
 
 from ..core.config import Config
-from ..core.errors import LLMAuthError, LLMReplyError, LLMTransientError, SourceAwaitsApproval, SourceRejected
+from ..core.errors import (
+    LLMAuthError,
+    LLMReplyError,
+    LLMTransientError,
+    SourceAwaitsApproval,
+    SourceRejected,
+    UnsafePathError,
+)
 from ..core.fsutil import atomic_write_text
 from ..core.resources import read_shipped_text
 from ..core.vault import Vault
@@ -42,7 +49,15 @@ from ..ingest.cost import (
 from ..ingest.llm import LLMClient, Tolerance
 from ..ingest.normalize import Normaliser, PageNames, source_date
 from ..ingest.offline import SourceDigest, find_dates, render_source_page
-from ..ingest.operations import OPERATION_SCHEMAS, REPLY_ENVELOPE, REPLY_SCHEMA, Held, Workspace, summarize_op
+from ..ingest.operations import (
+    MAX_OPERATIONS,
+    OPERATION_SCHEMAS,
+    REPLY_ENVELOPE,
+    REPLY_SCHEMA,
+    Held,
+    Workspace,
+    summarize_op,
+)
 from ..ingest.plan import IngestPlan, redact_source, source_page_name
 from ..intake.extract import SourceText
 from ..intake.ledger import FileRecord, Ledger
@@ -285,7 +300,7 @@ class ModelPlanner:
         def exists(name: str) -> bool:
             try:
                 return self.vault.wiki_path(f"{name}.md").exists()
-            except Exception:  # an unsafe name: it is no page (the checks hold it)
+            except (UnsafePathError, OSError, ValueError):  # an unsafe name: no page (the checks hold it)
                 return False
 
         def labels() -> list[tuple[str, str, tuple[str, ...], bool]]:
@@ -388,7 +403,10 @@ class ModelPlanner:
 
     def _apply(self, reply: dict[str, Any], workspace: Workspace) -> None:
         """Each operation on its own: normalised, checked, applied or held with its reason."""
-        prepared = [workspace.prepare(op) for op in reply.get("operations") or []]
+        operations = list(reply.get("operations") or [])
+        for op in operations[MAX_OPERATIONS:]:
+            workspace.hold(op, f"the reply holds {len(operations)} operations, over {MAX_OPERATIONS} in one reply")
+        prepared = [workspace.prepare(op) for op in operations[:MAX_OPERATIONS]]
         named = {p.page for p in prepared if p.page}
         limit = self.config.llm.max_pages_per_ingest
         if len(named) > limit:

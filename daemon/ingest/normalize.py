@@ -39,6 +39,20 @@ _ENTITY_TYPES = {"person", "people", "organization", "organisation", "company", 
 _CONCEPT_TYPES = {"idea", "term", "definition", "process", "practice", "policy"}
 _TOPIC_TYPES = {"subject", "theme", "area", "overview"}
 
+# Field names models use for the contract's own (taken only when the contract's name is absent).
+_FIELD_NAMES = {
+    "op": ("operation", "action"),
+    "page": ("page_name", "slug", "page_slug", "target_page"),
+    "as_of": ("asof", "as_of_date", "date", "effective_date", "effective"),
+    "replaces": ("replace", "supersedes", "is_replacement"),
+    "replaces_key": ("replaced_key", "supersedes_key", "old_key"),
+    "quote": ("source_quote", "evidence", "verbatim"),
+    "heading": ("section", "section_heading"),
+    "text": ("content",),
+    "body": ("content", "markdown"),
+    "key": ("claim_key",),
+}
+
 _TRUE = {"true", "yes", "y", "1", "on"}
 _FALSE = {"false", "no", "n", "0", "off", "none", "null", ""}
 
@@ -251,6 +265,8 @@ class Normaliser:
         if not isinstance(op, dict):
             return op, kinds, {}
         op = dict(op)
+        if "op" not in op:
+            self._rename(op, "op", kinds)
         kind = op.get("op")
         if isinstance(kind, str):
             fixed = re.sub(r"[\s\-]+", "_", kind.strip().casefold())
@@ -261,6 +277,9 @@ class Normaliser:
         if schema is None:
             return op, kinds, {}
         allowed = schema["properties"]
+        for name in allowed:
+            if name not in op:
+                self._rename(op, name, kinds)
         extra = {k: v for k, v in op.items() if k not in allowed}
         if extra:
             op = {k: v for k, v in op.items() if k in allowed}
@@ -290,6 +309,15 @@ class Normaliser:
                     op[name] = text
                     kinds["link-target"] += count
         return op, kinds, extra
+
+    @staticmethod
+    def _rename(op: dict[str, Any], name: str, kinds: Counter[str]) -> None:
+        """Take a field the model named its own way (``"date"`` for ``as_of``) under the contract's name."""
+        for other in _FIELD_NAMES.get(name, ()):
+            if other in op:
+                op[name] = op.pop(other)
+                kinds["field-name"] += 1
+                return
 
     def links(self, text: str) -> tuple[str, int]:
         """``[[Title]]`` links resolved to the page they name, written ``[[slug|Title]]``."""
@@ -374,6 +402,3 @@ class Normaliser:
             if changed:
                 op["links"] = fixed
                 kinds["link-target"] += changed
-
-    def _add_aliases(self, op: dict[str, Any], kinds: Counter[str]) -> None:
-        pass

@@ -49,6 +49,7 @@ from ..wiki.sanitize import (
 log = logging.getLogger(__name__)
 
 MAX_TEXT = 8000  # characters in one section or page body from the model
+MAX_OPERATIONS = 60  # operations applied from one reply; any further ones are held
 EDITABLE_TYPES = ["entity", "concept", "topic"]
 CODE_OWNED_SECTIONS = {"claims"}
 
@@ -105,7 +106,7 @@ OPERATION_SCHEMAS: dict[str, dict[str, Any]] = {
 # (title, summary, each operation) is checked on its own, so one odd field costs only itself.
 REPLY_ENVELOPE: dict[str, Any] = {
     "type": "object",
-    "properties": {"operations": {"type": "array", "maxItems": 60}},
+    "properties": {"operations": {"type": "array"}},  # past MAX_OPERATIONS, the rest is held
     "required": ["operations"],
 }
 
@@ -115,7 +116,8 @@ REPLY_SCHEMA: dict[str, Any] = {
         "title": {"type": "string", "minLength": 1, "maxLength": 120},
         "summary": {"type": "string", "maxLength": 1200},
         "key_points": {"type": "array", "items": {"type": "string", "maxLength": 400}, "maxItems": 12},
-        "operations": {"type": "array", "items": {"anyOf": list(OPERATION_SCHEMAS.values())}, "maxItems": 60},
+        "operations": {"type": "array", "items": {"anyOf": list(OPERATION_SCHEMAS.values())},
+                       "maxItems": MAX_OPERATIONS},
     },
     "required": ["title", "summary", "operations"],
     "additionalProperties": False,
