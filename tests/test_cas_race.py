@@ -264,3 +264,55 @@ def test_status_and_doctor_say_which_mode_the_vault_runs_in(vault: Vault, monkey
     assert not fsutil.atomic_replace_if(page, b"ours\n", b"not what is there\n")
     assert fsutil.atomic_replace_if(page, text + b"ours\n", text) and page.read_bytes() == text + b"ours\n"
     assert not fsutil.atomic_replace_if(page, b"new\n", None)  # create refuses an existing file
+
+
+@pytest.mark.parametrize("save", SAVES)
+def test_sync_round_keeps_a_save_landing_as_it_writes_a_page(tmp_path: Path, isolated_env: dict[str, str],
+                                                              save: str) -> None:
+    """Sync writes the other machine's version of a page where it still holds HEAD's bytes: a
+    person's save landing between that check and the install stays, and the file is theirs."""
+    import subprocess
+
+    from tests.helpers import git
+    from tests.test_sync import Machine
+
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    (tmp_path / "a").mkdir()
+    subprocess.run(["git", "init", "-q", str(tmp_path / "a")], check=True)
+    git(tmp_path / "a", "remote", "add", "origin", str(remote))
+    a = Machine(tmp_path / "a")
+    try:
+        a.sync()
+        subprocess.run(["git", "clone", "-q", str(remote), str(tmp_path / "b")], check=True)
+        b = Machine(tmp_path / "b")
+        try:
+            b.sync()
+            a.ingest("heron.md", "# Heron\n\nProject Heron routes events through the Kestrel gateway.\n")
+            a.sync()
+            assert not list(b.vault.wiki.rglob("src-heron.md"))  # b has not seen it yet
+            b.sync()
+            page = next(iter(b.vault.wiki.rglob("src-heron.md")))
+            a_page = next(iter(a.vault.wiki.rglob("src-heron.md")))
+            a_page.write_text(a_page.read_text(encoding="utf-8") + "\nA line machine A's person added.\n",
+                              encoding="utf-8")
+            git(a.root, "commit", "-q", "-am", "A's person adds a line")
+            a.sync()
+            # B's person writes near the top while A's person's line is at the end: a clean merge.
+            person = PersonAt(page.name, save,
+                              lambda text: text.replace("\n# ", "\nperson line, saved in the race\n\n# ", 1))
+            with fsutil.race_hook(person):
+                b.sync()
+            assert person.fired == 1
+            text = page.read_text(encoding="utf-8")
+            assert "person line, saved in the race" in text, text
+            # Their save and the other machine's line merge cleanly: the page holds both; HEAD holds
+            # the other machine's version, and the person's line waits to be committed under their name.
+            assert "A line machine A's person added." in text, text
+            committed = git(b.root, "show", "HEAD:" + str(page.relative_to(b.root)))
+            assert "A line machine A's person added." in committed
+            assert "person line, saved in the race" not in committed
+        finally:
+            b.close()
+    finally:
+        a.close()

@@ -67,7 +67,7 @@ from typing import Any
 from ..core.config import Config
 from ..core.crashpoints import crash_point
 from ..core.errors import CommitPaused, UnsafePathError, WikiwrightError
-from ..core.fsutil import atomic_write_bytes
+from ..core.fsutil import atomic_replace_if, atomic_write_bytes
 from ..core.locks import vault_write_lock
 from ..core.logsetup import escape_controls
 from ..core.opkinds import OpKind
@@ -80,6 +80,7 @@ from ..vcs.repo import (
     format_message,
     git,  # GitPython, imported only when one of its errors is raised or matched
     git_blob_id,
+    merge_texts,
 )
 from ..wiki.blockmerge import Markers, merge_with_block
 from ..wiki.catalog import Catalog
@@ -596,8 +597,10 @@ class Syncer:
         last = self.ledger.page_blob("index")
         previous = block_of(self.repo.blob_text(last) or "") if last else ""
         updated = splice_index(current, render_index_block(self.catalog.entries()), previous or block_of(current))
-        if updated != current:
-            atomic_write_bytes(path, updated.encode("utf-8"))
+        if updated != current and not atomic_replace_if(path, updated.encode("utf-8"), current.encode("utf-8")):
+            # A person saved index.md meanwhile: their text stays; the next door operation
+            # rebuilds the block around it.
+            log.info("sync: index.md changed while its block was rebuilt; left as the person saved it")
 
     def _propose(self, reviews: list[tuple[str, PageMerge]], refusals: list[Refusal], theirs: str) -> None:
         from ..wiki.reviewfile import add_proposals, edit_review, proposal
@@ -722,23 +725,52 @@ class Syncer:
             plan.append((path, new, mode))
             journal["paths"][path] = [old or "", new or ""]
         self._write_journal(journal)
-        contents = _read_blobs(self.repo, [new for _, new, _ in plan if new])
+        olds = {path: old for path, (old, _new, _mode) in changes.items()}
+        contents = _read_blobs(self.repo, [blob for path, new, _ in plan for blob in (new, olds[path]) if blob])
         # Removals first (a folder the remote turned into a file is emptied before the file
         # lands); never an executable bit; one file that cannot be written never stops the round.
+        # Each write is a compare-and-swap against HEAD's bytes: a save a person makes while the
+        # round runs is kept, never overwritten (the file is then theirs, as above).
         for path, new, _mode in sorted(plan, key=lambda item: bool(item[1])):
             target = self.vault.root / path
+            expected = contents[olds[path]] if olds[path] else None
             try:
                 if new:
                     target.parent.mkdir(parents=True, exist_ok=True)
-                    atomic_write_bytes(target, contents[new])
+                    written = atomic_replace_if(target, contents[new], expected)
                 else:
-                    target.unlink(missing_ok=True)
-                    self._prune_empty(target.parent)
+                    written = atomic_replace_if(target, None, expected)
+                    if written:
+                        self._prune_empty(target.parent)
+                if not written and not (new and expected is not None
+                                        and self._merge_late_save(target, expected, contents[new])):
+                    skipped.append(path)
+                    log.warning("sync: %s was saved by a person while the round ran; left as it is", path)
             except OSError as exc:
                 skipped.append(path)
                 log.warning("sync: %s could not be written (%s); left as it is", escape_controls(path)[:300], exc)
         crash_point("sync-files-written")
         return skipped
+
+    def _merge_late_save(self, target: Path, base: bytes, remote: bytes) -> bool:
+        """A person saved ``target`` while the round wrote it: their text and the remote's, merged
+        three-way where that is clean (then the file holds both, and it is committed under their
+        name as their edit on the merged HEAD); else their file is left exactly as they saved it."""
+        for _attempt in range(3):
+            try:
+                disk = target.read_bytes()
+            except OSError:
+                return False
+            try:
+                merged, clean = merge_texts(self.repo, base.decode("utf-8"), disk.decode("utf-8"),
+                                            remote.decode("utf-8"))
+            except UnicodeDecodeError:
+                return False
+            if not clean:
+                return False
+            if atomic_replace_if(target, merged.encode("utf-8"), disk):
+                return True
+        return False
 
     def _prune_empty(self, folder: Path) -> None:
         """Folders a removal left empty, up to (not including) wiki/, raw/ and logs/."""
@@ -771,16 +803,18 @@ class Syncer:
             disk = _disk_blob(self.vault.root / path)
             if disk == have and disk != want:
                 wanted[path] = want
-        contents = _read_blobs(self.repo, [blob for blob in wanted.values() if blob])
+        haves = {path: (old if forward else new) for path, (old, new) in journal.get("paths", {}).items()}
+        contents = _read_blobs(self.repo, [b for path, want in wanted.items() for b in (want, haves[path]) if b])
         for path, blob in wanted.items():
             target = self._target(path)
             if target is None:
                 continue
+            expected = contents[haves[path]] if haves[path] else None
             if blob:
                 target.parent.mkdir(parents=True, exist_ok=True)
-                atomic_write_bytes(target, contents[blob])
-            else:
-                target.unlink(missing_ok=True)
+            if not atomic_replace_if(target, contents[blob] if blob else None, expected):
+                log.warning("sync recovery: %s was saved by a person meanwhile; left as it is",
+                            escape_controls(path)[:300])
 
     def recover(self) -> str | None:
         """After a crash mid-round: roll the working tree forward or back to match HEAD."""
