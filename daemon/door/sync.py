@@ -794,22 +794,36 @@ class Syncer:
             return None
 
     def _roll(self, journal: dict[str, Any], *, forward: bool) -> None:
-        """Finish (forward) or undo (back) a journalled round's file writes: only our own bytes."""
-        wanted = {}
+        """Finish (forward) or undo (back) a journalled round's file writes: only our own bytes.
+
+        Each file is replaced only while it still holds the bytes the journal says we left there
+        (compare-and-swap on exactly those bytes, read from disk and checked against the blob id:
+        a blob a killed round had not yet stored is no obstacle). A blob that cannot be read
+        leaves its file as it is, logged: recovery never stops the daemon from starting."""
+        wanted: dict[str, tuple[str, bytes | None]] = {}
         for path, (old, new) in journal.get("paths", {}).items():
             have, want = (old, new) if forward else (new, old)
             if have == "?" or want == "?" or self._target(path) is None:
                 continue
-            disk = _disk_blob(self.vault.root / path)
-            if disk == have and disk != want:
-                wanted[path] = want
-        haves = {path: (old if forward else new) for path, (old, new) in journal.get("paths", {}).items()}
-        contents = _read_blobs(self.repo, [b for path, want in wanted.items() for b in (want, haves[path]) if b])
-        for path, blob in wanted.items():
+            target = self.vault.root / path
+            if _disk_blob(target) != have or have == want:
+                continue
+            try:
+                disk: bytes | None = target.read_bytes() if have else None
+            except OSError:
+                continue
+            if disk is not None and git_blob_id(disk) != have:
+                continue  # changed in the instant between the two reads: a person's, left
+            wanted[path] = (want, disk)
+        contents = _read_blobs(self.repo, [want for want, _disk in wanted.values() if want], missing_ok=True)
+        for path, (blob, expected) in wanted.items():
             target = self._target(path)
             if target is None:
                 continue
-            expected = contents[haves[path]] if haves[path] else None
+            if blob and blob not in contents:
+                log.warning("sync recovery: %s's version %s is not in the repository; left as it is",
+                            escape_controls(path)[:300], blob[:10])
+                continue
             if blob:
                 target.parent.mkdir(parents=True, exist_ok=True)
             if not atomic_replace_if(target, contents[blob] if blob else None, expected):
@@ -1024,8 +1038,8 @@ def stages_blobs(repo: GitRepo, merged: MergeTree, path: str) -> dict[int, bytes
     return {n: blobs.get(stages[n].blob) if n in stages else None for n in (1, 2, 3)}
 
 
-def _read_blobs(repo: GitRepo, blobs: list[str]) -> dict[str, bytes]:
-    """Many blobs in one ``git cat-file --batch``."""
+def _read_blobs(repo: GitRepo, blobs: list[str], *, missing_ok: bool = False) -> dict[str, bytes]:
+    """Many blobs in one ``git cat-file --batch`` (``missing_ok``: the absent ones left out)."""
     unique = sorted(set(blobs))
     if not unique:
         return {}
@@ -1035,6 +1049,9 @@ def _read_blobs(repo: GitRepo, blobs: list[str]) -> dict[str, bytes]:
     for blob in unique:
         header_end = out.index(b"\n", pos)
         header = out[pos:header_end].split()
+        if len(header) >= 2 and header[1] == b"missing" and missing_ok:
+            pos = header_end + 1
+            continue
         if len(header) < 3 or header[1] == b"missing":
             raise WikiwrightError(f"git object {blob} is missing")
         size = int(header[2])
