@@ -102,6 +102,9 @@ STATE_KEY = "sync.state"
 IMPORTED_KEY = "sync.imported"
 REFUSED_KEY = "sync.refused"  # what the last rounds refused from the remote (status shows it)
 REFUSED_KEPT = 50
+# Fixes that act on what only this machine vouches for: a held-back model operation, a page text
+# it proposed, a costly source to send to the model. Another machine's tick never approves them.
+GUARDED_ACTIONS = ("apply-op", "write-page", "ingest-source")
 REFUSED_HEADING = "Refused from the remote by sync"
 JOURNAL_FILE = "sync-journal.json"
 MAX_BACKOFF = 300.0
@@ -439,8 +442,18 @@ class Syncer:
 
     def _screen(self, head: str | None, candidate: dict[str, Entry]) -> Screened:
         """The candidate tree's entries with what this vault refuses put back as HEAD has them."""
-        screen = Screen(self.config, self.repo, self.vault.root, _read_blobs)
+        screen = Screen(self.config, self.repo, self.vault.root, _read_blobs, guarded=self._guarded_items())
         return screen.run(tree_entries(self.repo, head), candidate)
+
+    def _guarded_items(self) -> list[str]:
+        """This machine's open REVIEW.md items a tick from another machine must not approve."""
+        from ..wiki.reviewfile import ReviewStore
+
+        store = ReviewStore(self.vault.db_path)
+        try:
+            return [item.id for item in store.items("open") if item.fix.get("action") in GUARDED_ACTIONS]
+        finally:
+            store.close()
 
     def _resolve(self, path: str, texts: dict[int, bytes | None]) -> tuple[bytes | None, PageMerge | None]:
         """One conflicted path: the bytes it ends with (None: deleted) and what a person should see."""

@@ -1,0 +1,85 @@
+"""Issue 21, reviewed as an attacker: what the first fixes left open.
+
+Real parts only: a bare remote, two machines' vaults, an attacker clone pushing crafted commits
+(``git commit-tree``), the real sync round, review queue and pipeline.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+from wikiwright.core.opkinds import OpKind
+from wikiwright.upkeep.review import ReviewQueue
+from wikiwright.wiki.reviewfile import proposal
+
+from tests.helpers import git
+from tests.test_sync import Machine, source_text
+from tests.test_sync_trust import Attacker, world  # noqa: F401  (the fixture)
+
+HOSTILE = "---\ntype: concept\ntitle: Takeover\n---\n\n# Takeover\n\nWhat the attacker wants this page to say.\n"
+
+
+def _propose_page(machine: Machine, page: str, text: str) -> str:
+    """This machine's own proposal to write ``text`` as ``page`` (as an edit conflict makes one)."""
+    item = proposal("edit-conflict", f"[[{page}]] changed while wikiwright worked on it — tick to replace it",
+                    pages=[page], fix={"action": "write-page", "page": page, "text": text, "base": None},
+                    facts={"page": page, "text": text})
+    with machine.pipeline.door.operation(OpKind.LINT, "a proposal") as op:
+        op.propose("edit-conflict", [item])
+    return item.id
+
+
+def _tick(text: str, item_id: str) -> str:
+    ticked = re.sub(rf"^(\s*- )\[ \](.*\^{re.escape(item_id)}\s*)$", r"\1[x]\2", text, flags=re.M)
+    assert ticked != text, text
+    return ticked
+
+
+def test_a_tick_from_another_machine_does_not_approve_this_machines_proposal(
+        world: tuple[Path, Machine, Machine], tmp_path: Path) -> None:  # noqa: F811
+    """Another machine ticks this machine's proposal to write a page (its text is only this
+    machine's to vouch for; a held-back model operation is the same): old code applied it as
+    soon as the sync brought the tick. Now the tick is undone in the merged REVIEW.md, the
+    refusal is shown, and only the person's own tick here applies it."""
+    remote, _ma, mb = world
+    item_id = _propose_page(mb, "concepts/takeover", HOSTILE)
+    mb.sync()
+    attacker = Attacker(remote, tmp_path / "evil")
+    git(attacker.root, "pull", "-q", "origin", "main")
+    review = (attacker.root / "REVIEW.md").read_text(encoding="utf-8")
+    attacker.push("review: tick", {}, {"REVIEW.md": _tick(review, item_id).encode()})
+    mb.sync()
+    queue = ReviewQueue(mb.config, mb.vault)
+    try:
+        done = queue.process()
+        assert not (mb.root / "wiki" / "concepts" / "takeover.md").exists(), done
+        text = mb.vault.review_file.read_text(encoding="utf-8")
+        assert "[ ]" in next(line for line in text.splitlines() if item_id in line), text
+        assert "a tick from another machine" in text, text
+        # The person's own tick on this machine still approves it.
+        mb.vault.review_file.write_text(_tick(text, item_id), encoding="utf-8")
+        done = queue.process()
+        assert [o.state for o in done if o.id == item_id] == ["applied"], done
+        assert "What the attacker wants" in (mb.root / "wiki" / "concepts" / "takeover.md").read_text()
+    finally:
+        queue.close()
+
+
+def test_a_remote_tick_in_a_merge_is_undone_too(world: tuple[Path, Machine, Machine],  # noqa: F811
+                                               tmp_path: Path) -> None:
+    """The same through a merge (this machine committed meanwhile): HEAD never holds the tick."""
+    remote, _ma, mb = world
+    item_id = _propose_page(mb, "concepts/takeover", HOSTILE)
+    mb.sync()
+    attacker = Attacker(remote, tmp_path / "evil")
+    git(attacker.root, "pull", "-q", "origin", "main")
+    review = (attacker.root / "REVIEW.md").read_text(encoding="utf-8")
+    attacker.push("review: tick", {}, {"REVIEW.md": _tick(review, item_id).encode()})
+    mb.ingest("plums.md", source_text(9, "plums"))
+    mb.sync()
+    assert len(git(mb.root, "log", "-1", "--format=%P").split()) == 2  # a merge
+    head = subprocess.run(["git", "-C", str(mb.root), "show", "HEAD:REVIEW.md"], capture_output=True, text=True,
+                          check=True).stdout
+    assert "[x]" not in next(line for line in head.splitlines() if item_id in line), head
