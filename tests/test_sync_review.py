@@ -16,7 +16,7 @@ from wikiwright.wiki.reviewfile import proposal
 
 from tests.helpers import git
 from tests.test_sync import Machine, source_text
-from tests.test_sync_trust import Attacker, world  # noqa: F401  (the fixture)
+from tests.test_sync_trust import Attacker, _drain, _drop, _sha, _victim_ingested_its_own, world  # noqa: F401
 
 HOSTILE = "---\ntype: concept\ntitle: Takeover\n---\n\n# Takeover\n\nWhat the attacker wants this page to say.\n"
 
@@ -83,3 +83,24 @@ def test_a_remote_tick_in_a_merge_is_undone_too(world: tuple[Path, Machine, Mach
     head = subprocess.run(["git", "-C", str(mb.root), "show", "HEAD:REVIEW.md"], capture_output=True, text=True,
                           check=True).stdout
     assert "[x]" not in next(line for line in head.splitlines() if item_id in line), head
+
+
+def test_crash_recovery_takes_no_forged_ingest_claim(world: tuple[Path, Machine, Machine],  # noqa: F811
+                                                     tmp_path: Path) -> None:
+    """A source was being ingested when the process died (the ledger marks it recovering at the
+    next start); a remote commit claims those bytes without holding them. Old code's recovery
+    took any commit naming the sha256: the victim's source recorded ingested at the forged
+    commit, on no page of its own. Now recovery takes only a verified ingest of that path."""
+    remote, _ma, mb = world
+    text = source_text(11, "what the victim wrote")
+    _drop(mb, "diary.md", text)
+    sha = _sha(text.encode())
+    forged = Attacker(remote, tmp_path / "evil").push("ingest: Diary", {
+        "Wikiwright-Operation": "ingest", "Wikiwright-Source": f"raw/diary.md sha256:{sha}",
+        "Wikiwright-Pages": "wiki/sources/src-diary.md"})
+    mb.sync()
+    running = mb.ledger.claim_next()
+    assert running is not None and running.path == "raw/diary.md"
+    assert mb.ledger.reset_running() == 1  # what a restart does with work the dead process was running
+    _drain(mb)
+    _victim_ingested_its_own(mb, "raw/diary.md", sha, "sources/src-diary", forged)

@@ -122,6 +122,28 @@ def read_ingests(repo: GitRepo, revs: list[str]) -> tuple[list[VerifiedIngest], 
     return verify_ingests(repo, messages)
 
 
+def recovered_ingest(repo: GitRepo, path: str, sha256: str) -> str | None:
+    """The commit that ingested ``path`` with bytes ``sha256`` (crash recovery: the process died
+    after that commit and before the ledger heard of it), newest first.
+
+    The same check as any trailer read from history: a commit whose trailers its tree bears
+    out. A source kept out of git cannot be checked against its commit; such a claim is taken
+    only from a commit no remote-tracking branch holds (made here, not pulled in by sync)."""
+    if not _SHA256.fullmatch(sha256) or not repo.head():
+        return None
+    messages = [m for m in _messages(repo, _commits(repo, ["HEAD"], f"sha256:{sha256}"))
+                if m.trailers.get("Wikiwright-Operation") == OpKind.INGEST.value]
+    verified, refused = verify_ingests(repo, messages)
+    unverifiable = {r.commit for r in refused if not r.shown and r.sha256 == sha256 and r.path == path}
+    local = set(repo.run("rev-list", "HEAD", "--not", "--remotes").split()) if unverifiable else set()
+    for message in messages:  # newest first
+        if any(v.commit == message.sha and v.sha256 == sha256 and v.path == path for v in verified):
+            return message.sha
+        if message.sha in unverifiable and message.sha in local:
+            return message.sha
+    return None
+
+
 def verify_ingests(repo: GitRepo, messages: list[CommitMessage]) -> tuple[list[VerifiedIngest], list[Refusal]]:
     changes = changed_files(repo, [m.sha for m in messages if "Wikiwright-Source" in m.trailers])
     verified: list[VerifiedIngest] = []
