@@ -11,12 +11,13 @@ import subprocess
 from pathlib import Path
 
 from wikiwright.core.opkinds import OpKind
+from wikiwright.runtime.status import gather
 from wikiwright.upkeep.review import ReviewQueue
 from wikiwright.wiki.reviewfile import proposal
 
 from tests.helpers import git
-from tests.test_sync import Machine, source_text
-from tests.test_sync_trust import Attacker, _drain, _drop, _sha, _victim_ingested_its_own, world  # noqa: F401
+from tests.test_sync import Machine, source_text, world  # noqa: F401  (the fixture)
+from tests.test_sync_trust import Attacker, _drain, _drop, _sha, _victim_ingested_its_own
 
 HOSTILE = "---\ntype: concept\ntitle: Takeover\n---\n\n# Takeover\n\nWhat the attacker wants this page to say.\n"
 
@@ -37,6 +38,17 @@ def _tick(text: str, item_id: str) -> str:
     return ticked
 
 
+def _remote_ticks_a_proposal(remote: Path, victim: Machine, tmp_path: Path) -> str:
+    """The victim proposes a page text and pushes; an attacker pushes REVIEW.md with it ticked."""
+    item_id = _propose_page(victim, "concepts/takeover", HOSTILE)
+    victim.sync()
+    attacker = Attacker(remote, tmp_path / "evil")
+    git(attacker.root, "pull", "-q", "origin", "main")
+    review = (attacker.root / "REVIEW.md").read_text(encoding="utf-8")
+    attacker.push("review: tick", {}, {"REVIEW.md": _tick(review, item_id).encode()})
+    return item_id
+
+
 def test_a_tick_from_another_machine_does_not_approve_this_machines_proposal(
         world: tuple[Path, Machine, Machine], tmp_path: Path) -> None:  # noqa: F811
     """Another machine ticks this machine's proposal to write a page (its text is only this
@@ -44,12 +56,7 @@ def test_a_tick_from_another_machine_does_not_approve_this_machines_proposal(
     soon as the sync brought the tick. Now the tick is undone in the merged REVIEW.md, the
     refusal is shown, and only the person's own tick here applies it."""
     remote, _ma, mb = world
-    item_id = _propose_page(mb, "concepts/takeover", HOSTILE)
-    mb.sync()
-    attacker = Attacker(remote, tmp_path / "evil")
-    git(attacker.root, "pull", "-q", "origin", "main")
-    review = (attacker.root / "REVIEW.md").read_text(encoding="utf-8")
-    attacker.push("review: tick", {}, {"REVIEW.md": _tick(review, item_id).encode()})
+    item_id = _remote_ticks_a_proposal(remote, mb, tmp_path)
     mb.sync()
     queue = ReviewQueue(mb.config, mb.vault)
     try:
@@ -71,12 +78,7 @@ def test_a_remote_tick_in_a_merge_is_undone_too(world: tuple[Path, Machine, Mach
                                                tmp_path: Path) -> None:
     """The same through a merge (this machine committed meanwhile): HEAD never holds the tick."""
     remote, _ma, mb = world
-    item_id = _propose_page(mb, "concepts/takeover", HOSTILE)
-    mb.sync()
-    attacker = Attacker(remote, tmp_path / "evil")
-    git(attacker.root, "pull", "-q", "origin", "main")
-    review = (attacker.root / "REVIEW.md").read_text(encoding="utf-8")
-    attacker.push("review: tick", {}, {"REVIEW.md": _tick(review, item_id).encode()})
+    item_id = _remote_ticks_a_proposal(remote, mb, tmp_path)
     mb.ingest("plums.md", source_text(9, "plums"))
     mb.sync()
     assert len(git(mb.root, "log", "-1", "--format=%P").split()) == 2  # a merge
@@ -104,3 +106,26 @@ def test_crash_recovery_takes_no_forged_ingest_claim(world: tuple[Path, Machine,
     assert mb.ledger.reset_running() == 1  # what a restart does with work the dead process was running
     _drain(mb)
     _victim_ingested_its_own(mb, "raw/diary.md", sha, "sources/src-diary", forged)
+
+
+def test_refused_trailers_and_entries_share_one_record_one_section(world: tuple[Path, Machine, Machine],  # noqa: F811
+                                                                   tmp_path: Path) -> None:
+    """One push with a refused entry (.obsidian/) and a forged ingest claim: both are listed in
+    status's sync refusals and under the one REVIEW.md heading (old code: the claim only as a
+    notice, under a second heading "Sync refused")."""
+    remote, _ma, mb = world
+    text = source_text(12, "ledgers")
+    _drop(mb, "ledger.md", text)
+    Attacker(remote, tmp_path / "evil").push("ingest: Ledger", {
+        "Wikiwright-Operation": "ingest", "Wikiwright-Source": f"raw/ledger.md sha256:{_sha(text.encode())}",
+        "Wikiwright-Pages": "wiki/sources/src-ledger.md"}, {".obsidian/plugins/x/main.js": b"alert(1)\n"})
+    mb.sync()
+    refused = gather(mb.config, mb.vault)["sync"]["refused"]
+    assert any(".obsidian/plugins/x/main.js" in line for line in refused), refused
+    assert any("the ingest claim for `raw/ledger.md`" in line for line in refused), refused
+    review = mb.vault.review_file.read_text(encoding="utf-8")
+    headings = [line for line in review.splitlines() if line.startswith("#") and "efused" in line]
+    assert headings == ["## Refused from the remote by sync"], review
+    section = review.split(headings[0], 1)[1].split("\n## ", 1)[0]
+    assert ".obsidian/plugins/x/main.js" in section and "raw/ledger.md" in section, review
+

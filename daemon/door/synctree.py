@@ -29,18 +29,22 @@ so HEAD never holds it; the caller records every refusal in the commit, status a
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core.config import Config
 from ..core.errors import UnsafePathError, WikiwrightError
+from ..core.logsetup import escape_controls
 from ..core.vault import GITIGNORE_LINES
 from ..core.vaultpaths import safe_target, sync_kind, sync_problem
 from ..intake import rawgit
+from ..intake.ledger import Ledger
 from ..vcs.repo import GitRepo
 from ..wiki.reviewfile import parse_review
 from ..wiki.sanitize import clean_markdown, link_target_problem, lookalike_problem, skeleton
@@ -53,6 +57,29 @@ REGULAR = "100644"
 _GROWING = ("wiki/index.md", "wiki/log.md", "wiki/overview.md")
 # Never removed by another machine (a folder in their place would stop every write to them).
 _KEPT = (*_GROWING, "REVIEW.md", "SCHEMA.md", ".gitignore")
+
+
+REFUSED_KEY = "sync.refused"  # what the last rounds refused from the remote, for status (JSON)
+REFUSED_KEPT = 50
+REFUSED_HEADING = "Refused from the remote by sync"
+
+
+def record_refusals(ledger: Ledger, rows: Iterable[tuple[str, str, str]]) -> None:
+    """The one record of what sync refused from the remote, for status: entries of a tree and
+    claims of a trailer alike, ``(what, why, commit)`` each; the newest ``REFUSED_KEPT`` kept."""
+    rows = list(rows)
+    if not rows:
+        return
+    try:
+        data = json.loads(ledger.get_kv(REFUSED_KEY, "{}"))
+    except ValueError:
+        data = {}
+    if not isinstance(data, dict):
+        data = {}
+    items = [*data.get("items", []), *({"path": escape_controls(what)[:300], "why": why[:300], "commit": commit}
+                                       for what, why, commit in rows)][-REFUSED_KEPT:]
+    ledger.set_kv(REFUSED_KEY, json.dumps({"items": items, "total": int(data.get("total", 0)) + len(rows),
+                                           "last": time.time()}))
 
 
 @dataclass(frozen=True)
