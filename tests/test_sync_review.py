@@ -10,6 +10,7 @@ import re
 import subprocess
 from pathlib import Path
 
+import pytest
 from wikiwright.core.opkinds import OpKind
 from wikiwright.runtime.status import gather
 from wikiwright.upkeep.review import ReviewQueue
@@ -129,3 +130,20 @@ def test_refused_trailers_and_entries_share_one_record_one_section(world: tuple[
     section = review.split(headings[0], 1)[1].split("\n## ", 1)[0]
     assert ".obsidian/plugins/x/main.js" in section and "raw/ledger.md" in section, review
 
+
+def test_a_remote_commit_in_wikiwrights_name_does_not_make_a_persons_file_self_feeding(
+        world: tuple[Path, Machine, Machine], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    """A commit authored "wikiwright" (any author name can be written) puts the exact bytes of a
+    file the victim has in raw/ under wiki/: old code skipped the victim's file as one of
+    wikiwright's own pages coming back. Now only this machine's own commits count."""
+    remote, _ma, mb = world
+    text = "# Board minutes\n\nThe board agreed to move the offices to the harbour in May.\n"
+    _drop(mb, "minutes.md", text)
+    monkeypatch.setenv("GIT_AUTHOR_NAME", "wikiwright")
+    Attacker(remote, tmp_path / "evil").push("ingest: Minutes", {"Wikiwright-Operation": "ingest"},
+                                             {"wiki/notes/minutes.md": text.encode()})
+    mb.sync()
+    assert (mb.root / "wiki" / "notes" / "minutes.md").read_text(encoding="utf-8") == text  # it came in
+    _drain(mb)
+    record = mb.ledger.get_file("raw/minutes.md")
+    assert record is not None and record.state == "ingested", record
