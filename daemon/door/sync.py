@@ -86,8 +86,19 @@ from ..wiki.blockmerge import Markers, merge_with_block
 from ..wiki.catalog import Catalog
 from ..wiki.index import INDEX_END, INDEX_START, block_of, render_index_block, splice_index
 from ..wiki.pagemerge import Merge3, PageMerge, merge_page, merge_plain
-from .synctree import Entry, Refusal, Screen, Screened, blob_sizes, build_tree, tree_entries
-from .trailers import REFUSED_KEY as TRAILERS_REFUSED_KEY
+from .synctree import (
+    REFUSED_HEADING,
+    REFUSED_KEY,
+    Entry,
+    Refusal,
+    Screen,
+    Screened,
+    blob_sizes,
+    build_tree,
+    record_refusals,
+    tree_entries,
+)
+from .trailers import PENDING_KEY as TRAILERS_PENDING_KEY
 from .trailers import Refusal as TrailerRefusal
 from .trailers import (
     VerifiedIngest,
@@ -101,9 +112,9 @@ log = logging.getLogger(__name__)
 
 STATE_KEY = "sync.state"
 IMPORTED_KEY = "sync.imported"
-REFUSED_KEY = "sync.refused"  # what the last rounds refused from the remote (status shows it)
-REFUSED_KEPT = 50
-REFUSED_HEADING = "Refused from the remote by sync"
+# Fixes that act on what only this machine vouches for: a held-back model operation, a page text
+# it proposed, a costly source to send to the model. Another machine's tick never approves them.
+GUARDED_ACTIONS = ("apply-op", "write-page", "ingest-source")
 JOURNAL_FILE = "sync-journal.json"
 MAX_BACKOFF = 300.0
 PUSH_ATTEMPTS = 3
@@ -253,13 +264,14 @@ class Syncer:
         with door.operation(OpKind.SYNC, "refused from the remote") as op:
             added = op.propose("sync-refused", [
                 {"description": refusal.line() + "; this machine ingests its own copy of any bytes it holds — "
-                 "tick to acknowledge", "facts": {"commit": refusal.commit, "what": refusal.what}, "fix": {}}
+                 "tick to acknowledge", "facts": {"commit": refusal.commit, "what": refusal.what}, "fix": {},
+                 "heading": REFUSED_HEADING}
                 for refusal in refused])
             if added:
                 op.details += [refusal.line() for refusal in refused]
-                op.ledger_after_commit("set_kv", TRAILERS_REFUSED_KEY, "[]")
+                op.ledger_after_commit("set_kv", TRAILERS_PENDING_KEY, "[]")
         if not added:  # all in REVIEW.md already (answered or not): nothing to commit
-            self.ledger.set_kv(TRAILERS_REFUSED_KEY, "[]")
+            self.ledger.set_kv(TRAILERS_PENDING_KEY, "[]")
 
     def _repository_problem(self) -> str | None:
         problem = self.repo.problem()
@@ -440,8 +452,18 @@ class Syncer:
 
     def _screen(self, head: str | None, candidate: dict[str, Entry]) -> Screened:
         """The candidate tree's entries with what this vault refuses put back as HEAD has them."""
-        screen = Screen(self.config, self.repo, self.vault.root, _read_blobs)
+        screen = Screen(self.config, self.repo, self.vault.root, _read_blobs, guarded=self._guarded_items())
         return screen.run(tree_entries(self.repo, head), candidate)
+
+    def _guarded_items(self) -> list[str]:
+        """This machine's open REVIEW.md items a tick from another machine must not approve."""
+        from ..wiki.reviewfile import ReviewStore
+
+        store = ReviewStore(self.vault.db_path)
+        try:
+            return [item.id for item in store.items("open") if item.fix.get("action") in GUARDED_ACTIONS]
+        finally:
+            store.close()
 
     def _resolve(self, path: str, texts: dict[int, bytes | None]) -> tuple[bytes | None, PageMerge | None]:
         """One conflicted path: the bytes it ends with (None: deleted) and what a person should see."""
@@ -676,14 +698,7 @@ class Syncer:
         """What was refused, for status (the newest kept); a person sees it until the next refusal."""
         if not refusals:
             return
-        try:
-            data = json.loads(self.ledger.get_kv(REFUSED_KEY, "{}"))
-        except ValueError:
-            data = {}
-        items = [*data.get("items", []), *({"path": escape_controls(r.path)[:300], "why": r.why[:300],
-                                           "commit": theirs} for r in refusals)][-REFUSED_KEPT:]
-        self.ledger.set_kv(REFUSED_KEY, json.dumps({"items": items, "total": int(data.get("total", 0)) + len(refusals),
-                                                    "last": time.time()}))
+        record_refusals(self.ledger, ((r.path, r.why, theirs) for r in refusals))
         log.warning("sync refused %d entries from the remote (%s); see status and REVIEW.md", len(refusals),
                     theirs[:10])
 

@@ -18,7 +18,10 @@ reads: ``ls-tree``, ``cat-file``; never ``read-tree`` of the remote's tree, whic
   the remote's version is quoted in REVIEW.md as text;
 - a new page's name passes the page-name rules (linkable, NFC, one script, not a look-alike);
 - ``.gitignore``: only the daemon's generated section is taken; the person's lines stay this
-  machine's.
+  machine's;
+- REVIEW.md: a tick on one of this machine's open proposals whose fix acts on what only this
+  machine vouches for (a held-back model operation, a page text, a costly source) is undone: only
+  a tick made here (the person's edit, committed under their name) approves those.
 
 What is refused keeps this machine's entry (or stays absent) in the tree that is committed,
 so HEAD never holds it; the caller records every refusal in the commit, status and REVIEW.md.
@@ -26,18 +29,24 @@ so HEAD never holds it; the caller records every refusal in the commit, status a
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import subprocess
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core.config import Config
 from ..core.errors import UnsafePathError, WikiwrightError
+from ..core.logsetup import escape_controls
 from ..core.vault import GITIGNORE_LINES
 from ..core.vaultpaths import safe_target, sync_kind, sync_problem
 from ..intake import rawgit
+from ..intake.ledger import Ledger
 from ..vcs.repo import GitRepo
+from ..wiki.reviewfile import parse_review
 from ..wiki.sanitize import clean_markdown, link_target_problem, lookalike_problem, skeleton
 
 Entry = tuple[str, str]  # (mode, blob)
@@ -48,6 +57,29 @@ REGULAR = "100644"
 _GROWING = ("wiki/index.md", "wiki/log.md", "wiki/overview.md")
 # Never removed by another machine (a folder in their place would stop every write to them).
 _KEPT = (*_GROWING, "REVIEW.md", "SCHEMA.md", ".gitignore")
+
+
+REFUSED_KEY = "sync.refused"  # what the last rounds refused from the remote, for status (JSON)
+REFUSED_KEPT = 50
+REFUSED_HEADING = "Refused from the remote by sync"
+
+
+def record_refusals(ledger: Ledger, rows: Iterable[tuple[str, str, str]]) -> None:
+    """The one record of what sync refused from the remote, for status: entries of a tree and
+    claims of a trailer alike, ``(what, why, commit)`` each; the newest ``REFUSED_KEPT`` kept."""
+    rows = list(rows)
+    if not rows:
+        return
+    try:
+        data = json.loads(ledger.get_kv(REFUSED_KEY, "{}"))
+    except ValueError:
+        data = {}
+    if not isinstance(data, dict):
+        data = {}
+    items = [*data.get("items", []), *({"path": escape_controls(what)[:300], "why": why[:300], "commit": commit}
+                                       for what, why, commit in rows)][-REFUSED_KEPT:]
+    ledger.set_kv(REFUSED_KEY, json.dumps({"items": items, "total": int(data.get("total", 0)) + len(rows),
+                                           "last": time.time()}))
 
 
 @dataclass(frozen=True)
@@ -126,11 +158,16 @@ def allowed_gitignore(head_text: str | None) -> str:
 class Screen:
     """One round's screen: HEAD's entries, the candidate's, and this vault's limits."""
 
-    def __init__(self, config: Config, repo: GitRepo, root: Path, read_blobs: ReadBlobs) -> None:
+    def __init__(self, config: Config, repo: GitRepo, root: Path, read_blobs: ReadBlobs,
+                 guarded: Iterable[str] = ()) -> None:
         self.config = config
         self.repo = repo
         self.root = root
         self._read = read_blobs
+        # This machine's open REVIEW.md items whose fix acts on something only this machine
+        # vouches for (a held-back model operation, a page text, a costly source): a tick on
+        # them counts only when made here, never when it arrives in another machine's file.
+        self.guarded = frozenset(guarded)
 
     def run(self, head: dict[str, Entry], candidate: dict[str, Entry]) -> Screened:
         final = dict(candidate)
@@ -242,6 +279,14 @@ class Screen:
                                "machine; its other lines stay this machine's", blob)
                     final[path] = (REGULAR, self._store(allowed.encode("utf-8")))
                 continue
+            if kind == "review" and self.guarded:
+                untouched, ticked = remote_ticks_undone(text, old or "", self.guarded)
+                if ticked:
+                    refuse(path, "a tick from another machine on this machine's proposal(s) "
+                           f"{', '.join(ticked[:5])}{' …' if len(ticked) > 5 else ''}: they act on what only this "
+                           "machine holds, so only a tick made here approves them", blob)
+                    final[path] = (REGULAR, self._store(untouched.encode("utf-8")))
+                    text = untouched
             if kind == "page" and path not in head:
                 problem = self._name_problem(path, existing)
                 if problem:
@@ -298,6 +343,31 @@ class Screen:
         proc = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=self.repo.root, input=data,
                               capture_output=True, check=True)
         return proc.stdout.decode().strip()
+
+
+def remote_ticks_undone(text: str, ours: str, guarded: frozenset[str]) -> tuple[str, list[str]]:
+    """``text`` (a REVIEW.md from another machine, or merged with one) with every guarded item's
+    line, and its option lines, back to the answer ``ours`` (this machine's) gives it where
+    ``text`` approves it and ``ours`` does not; and the ids so undone."""
+    lines, mine = parse_review(text), parse_review(ours)
+    undone = []
+    for ident in sorted(guarded & set(lines)):
+        line, own = lines[ident], mine.get(ident)
+        if (line.answer == "approve" or line.chosen) and (own is None or not (own.answer == "approve" or own.chosen)):
+            undone.append(ident)
+    if not undone:
+        return text, []
+    rows = text.splitlines(keepends=True)
+    for number, row in enumerate(rows):
+        match = _ANSWER_RE.match(row)
+        if match and match.group("id") in undone:
+            rows[number] = row[:match.start("mark")] + " " + row[match.end("mark"):]
+    return "".join(rows), undone
+
+
+# An item or option line's answer box and id (wiki/reviewfile.py's format: "- [x] … ^id[-key]").
+_ANSWER_RE = re.compile(r"^[ \t]*[-*+][ \t]*\[(?P<mark>[^\]\n]{0,3})\].*?[ \t]+\^(?P<id>[a-z][a-z0-9-]*?-[0-9a-f]{10})"
+                        r"(?:-[a-z][a-z0-9]{0,7})?[ \t]*$")
 
 
 def build_tree(repo: GitRepo, entries: dict[str, Entry], index_file: Path) -> str:

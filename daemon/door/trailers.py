@@ -32,20 +32,21 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 
 from ..core.opkinds import OpKind
+from ..core.vaultpaths import path_problem
 from ..intake.ledger import Ledger
 from ..vcs.objects import CommitMessage, ObjectReader, changed_files, tree_entry
 from ..vcs.repo import GitRepo, git  # git: GitPython, imported only when an error is matched
+from .synctree import record_refusals
 
 log = logging.getLogger(__name__)
 
-REFUSED_KEY = "sync.trailers-refused"  # refusals not yet in REVIEW.md (JSON list), kept across a crash
+PENDING_KEY = "sync.trailers-refused"  # refusals not yet in REVIEW.md (JSON list), kept across a crash
 NOTICE_KEY = "sync-refused"
 # A committed source is at most git.commit_raw_max_bytes on the machine that committed it; a
 # machine may set that higher, so the bound here is generous: what is bigger is not hashed.
 MAX_SOURCE_BLOB = 64 << 20
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _SHA1 = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
-_MAX_PATH = 1024
 
 
 @dataclass(frozen=True)
@@ -77,19 +78,11 @@ def shown_text(text: str, limit: int = 120) -> str:
 
 
 def plain_path(path: str, top: str) -> bool:
-    """A path the vault's rules allow under ``top``/: no ``..``, ``.``, empty or hidden parts,
-    no ``.git`` in any case, no control characters or backslashes, not over-long."""
-    if not path or len(path) > _MAX_PATH or "\\" in path or any(ord(c) < 32 or ord(c) == 127 for c in path):
-        return False
+    """A path under ``top``/ that passes the vault's one path rule (core/vaultpaths.py: no
+    ``..``, ``.``, empty or hidden parts, no ``.git`` in any case, no control characters or
+    backslashes, not over-long)."""
     parts = path.split("/")
-    if parts[0] != top or len(parts) < 2:
-        return False
-    for part in parts[1:]:
-        if not part or part in (".", "..") or part.startswith(".") or len(part.encode("utf-8", "replace")) > 255:
-            return False
-        if part.rstrip(". ").casefold() == ".git":
-            return False
-    return True
+    return len(parts) >= 2 and parts[0] == top and not path_problem(path)
 
 
 def _source_page(path: str) -> str | None:
@@ -120,6 +113,28 @@ def read_ingests(repo: GitRepo, revs: list[str]) -> tuple[list[VerifiedIngest], 
     messages = [m for m in _messages(repo, _commits(repo, revs, f"Wikiwright-Operation: {OpKind.INGEST.value}"))
                 if m.trailers.get("Wikiwright-Operation") == OpKind.INGEST.value]
     return verify_ingests(repo, messages)
+
+
+def recovered_ingest(repo: GitRepo, path: str, sha256: str) -> str | None:
+    """The commit that ingested ``path`` with bytes ``sha256`` (crash recovery: the process died
+    after that commit and before the ledger heard of it), newest first.
+
+    The same check as any trailer read from history: a commit whose trailers its tree bears
+    out. A source kept out of git cannot be checked against its commit; such a claim is taken
+    only from a commit no remote-tracking branch holds (made here, not pulled in by sync)."""
+    if not _SHA256.fullmatch(sha256) or not repo.head():
+        return None
+    messages = [m for m in _messages(repo, _commits(repo, ["HEAD"], f"sha256:{sha256}"))
+                if m.trailers.get("Wikiwright-Operation") == OpKind.INGEST.value]
+    verified, refused = verify_ingests(repo, messages)
+    unverifiable = {r.commit for r in refused if not r.shown and r.sha256 == sha256 and r.path == path}
+    local = set(repo.run("rev-list", "HEAD", "--not", "--remotes").split()) if unverifiable else set()
+    for message in messages:  # newest first
+        if any(v.commit == message.sha and v.sha256 == sha256 and v.path == path for v in verified):
+            return message.sha
+        if message.sha in unverifiable and message.sha in local:
+            return message.sha
+    return None
 
 
 def verify_ingests(repo: GitRepo, messages: list[CommitMessage]) -> tuple[list[VerifiedIngest], list[Refusal]]:
@@ -237,13 +252,14 @@ def keep_refusals(ledger: Ledger, refusals: Iterable[Refusal], *, holds: Iterabl
     if not kept:
         return []
     try:
-        pending = [Refusal(**item) for item in json.loads(ledger.get_kv(REFUSED_KEY, "[]"))]
+        pending = [Refusal(**item) for item in json.loads(ledger.get_kv(PENDING_KEY, "[]"))]
     except (ValueError, TypeError):
         pending = []
     seen = {(r.commit, r.what) for r in pending}
     new = [r for r in kept if (r.commit, r.what) not in seen]
     if new:
-        ledger.set_kv(REFUSED_KEY, json.dumps([asdict(r) for r in [*pending, *new]]))
+        ledger.set_kv(PENDING_KEY, json.dumps([asdict(r) for r in [*pending, *new]]))
+        record_refusals(ledger, ((f"{r.what} in commit {r.commit[:10]}", r.why, r.commit) for r in new))
         total = len(pending) + len(new)
         ledger.set_notice(NOTICE_KEY, f"{new[-1].line()}" + (f" — and {total - 1} more, see REVIEW.md"
                                                               if total > 1 else " — see REVIEW.md"))
@@ -252,6 +268,6 @@ def keep_refusals(ledger: Ledger, refusals: Iterable[Refusal], *, holds: Iterabl
 
 def pending_refusals(ledger: Ledger) -> list[Refusal]:
     try:
-        return [Refusal(**item) for item in json.loads(ledger.get_kv(REFUSED_KEY, "[]"))]
+        return [Refusal(**item) for item in json.loads(ledger.get_kv(PENDING_KEY, "[]"))]
     except (ValueError, TypeError):
         return []

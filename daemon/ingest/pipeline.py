@@ -32,6 +32,7 @@ from ..core.errors import (
 )
 from ..core.opkinds import OpKind
 from ..door import Door
+from ..door.trailers import recovered_ingest
 from ..ingest.cost import APPROVAL_RECHECK_SECONDS, COSTLY_SOURCE, costly_proposal
 from ..ingest.plan import IngestPlan, OfflinePlanner, prepare, source_page_name
 from ..ingest.rawcommit import include_source
@@ -123,7 +124,7 @@ class Pipeline:
 
     def _process(self, record: FileRecord) -> JobResult:
         if record.recovering:
-            found = self.repo.find_source_commit(record.sha256)
+            found = recovered_ingest(self.repo, record.path, record.sha256)
             if found:
                 # The process died after committing but before the ledger heard of it.
                 page = source_page_name(self.ledger, self.vault, record.path)  # bound before that commit

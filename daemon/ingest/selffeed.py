@@ -8,8 +8,12 @@ with a model that costs money each round. Such a source is skipped with
 - a marker only the daemon writes: the generated index block, or front matter with a page
   ``type`` and one of the keys the engines stamp on their pages (``engine``, ``source_path``,
   ``sha256``); or
-- its content: the git blob id of the bytes equals what the daemon last wrote to a page, or
-  a blob one of the daemon's commits put under ``wiki/``.
+- its content: the git blob id of the bytes is one a commit of the daemon's, made here, put
+  under ``wiki/``. What came from another machine does not count — neither a commit's author
+  name (whatever its maker wrote: a commit "by wikiwright" holding a person's bytes under
+  wiki/ would have them skipped) nor the ledger's page blobs (sync records every page it
+  brings in there, as the base of the daemon's next change). Other machines' pages carry
+  their front matter, recognised by the marker.
 """
 
 from __future__ import annotations
@@ -38,14 +42,16 @@ def has_page_marker(text: str) -> bool:
 
 
 def in_wiki_history(repo: GitRepo, blob: str, author: str) -> bool:
-    """True when a commit by the daemon (``author``) put exactly these bytes under wiki/."""
+    """True when a commit by the daemon (``author``) made on this machine (on no remote-tracking
+    branch) put exactly these bytes under wiki/."""
     try:
         repo.run("cat-file", "-e", f"{blob}^{{blob}}")
     except git.GitCommandError:
         return False  # the common case: bytes git has never seen; one cheap call
     try:
         return bool(repo.run(
-            "log", "--all", "-n1", "--format=%H", "--fixed-strings", f"--author={author}", f"--find-object={blob}",
+            "log", "HEAD", "--not", "--remotes", "-n1", "--format=%H", "--fixed-strings", f"--author={author}",
+            f"--find-object={blob}",
             "--", "wiki",
         ).strip())
     except git.GitCommandError:
@@ -53,11 +59,11 @@ def in_wiki_history(repo: GitRepo, blob: str, author: str) -> bool:
 
 
 def is_own_page(ledger: Ledger, repo: GitRepo, data: bytes, author: str) -> bool:
+    """``ledger`` is not consulted: its page blobs include what sync brought in (see above)."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         text = ""
     if text and has_page_marker(text):
         return True
-    blob = git_blob_id(data)
-    return ledger.is_page_blob(blob) or in_wiki_history(repo, blob, author)
+    return in_wiki_history(repo, git_blob_id(data), author)

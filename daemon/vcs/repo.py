@@ -496,11 +496,6 @@ class GitRepo:
             commits.append(CommitInfo(sha, subject, date, author, trailers))
         return commits
 
-    def find_source_commit(self, sha256: str) -> str | None:
-        """The commit that ingested content ``sha256``, if one exists (crash recovery)."""
-        commits = self.log("-F", f"--grep=sha256:{sha256}", limit=1)
-        return commits[0].sha if commits else None
-
     def blob_text(self, blob: str) -> str | None:
         try:
             return self.run("cat-file", "blob", blob, strip=False)
