@@ -271,23 +271,12 @@ def test_sync_round_keeps_a_save_landing_as_it_writes_a_page(tmp_path: Path, iso
                                                               save: str) -> None:
     """Sync writes the other machine's version of a page where it still holds HEAD's bytes: a
     person's save landing between that check and the install stays, and the file is theirs."""
-    import subprocess
-
     from tests.helpers import git
-    from tests.test_sync import Machine
+    from tests.test_sync import two_machines
 
-    remote = tmp_path / "remote.git"
-    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
-    (tmp_path / "a").mkdir()
-    subprocess.run(["git", "init", "-q", str(tmp_path / "a")], check=True)
-    git(tmp_path / "a", "remote", "add", "origin", str(remote))
-    a = Machine(tmp_path / "a")
+    _remote, a, b = two_machines(tmp_path)
     try:
-        a.sync()
-        subprocess.run(["git", "clone", "-q", str(remote), str(tmp_path / "b")], check=True)
-        b = Machine(tmp_path / "b")
         try:
-            b.sync()
             a.ingest("heron.md", "# Heron\n\nProject Heron routes events through the Kestrel gateway.\n")
             a.sync()
             assert not list(b.vault.wiki.rglob("src-heron.md"))  # b has not seen it yet

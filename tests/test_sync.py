@@ -76,9 +76,9 @@ class Machine:
         self.catalog.close()
 
 
-@pytest.fixture
-def world(tmp_path: Path, isolated_env: dict[str, str]) -> Iterator[tuple[Path, Machine, Machine]]:
-    """A bare remote, machine A (initialised, pushed) and machine B (a clone, initialised, synced)."""
+def two_machines(tmp_path: Path) -> tuple[Path, Machine, Machine]:
+    """A bare remote, machine A (initialised, pushed) and machine B (a clone, initialised, synced);
+    the caller closes both machines."""
     remote = tmp_path / "remote.git"
     subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
     (tmp_path / "a").mkdir()
@@ -89,6 +89,13 @@ def world(tmp_path: Path, isolated_env: dict[str, str]) -> Iterator[tuple[Path, 
     subprocess.run(["git", "clone", "-q", str(remote), str(tmp_path / "b")], check=True)
     b = Machine(tmp_path / "b")
     b.sync()
+    return remote, a, b
+
+
+@pytest.fixture
+def world(tmp_path: Path, isolated_env: dict[str, str]) -> Iterator[tuple[Path, Machine, Machine]]:
+    """A bare remote, machine A (initialised, pushed) and machine B (a clone, initialised, synced)."""
+    remote, a, b = two_machines(tmp_path)
     yield remote, a, b
     a.close()
     b.close()

@@ -29,7 +29,7 @@ from wikiwright.wiki.index import INDEX_END, INDEX_START
 
 from tests.fault_tools import assert_doctor_green, heartbeat
 from tests.helpers import cli, git, git_holding_index_lock, wait_for
-from tests.test_sync import Machine, source_text, sync_env
+from tests.test_sync import Machine, source_text, sync_env, two_machines
 
 PERSON_LINES = ("Person line one, before the block.", "Person line two, after the block.",
                 "Person line three, after the block.")
@@ -38,15 +38,7 @@ PERSON_LINES = ("Person line one, before the block.", "Person line two, after th
 @pytest.fixture
 def world(tmp_path: Path, isolated_env: dict[str, str]) -> Iterator[tuple[Path, Machine, Machine]]:
     """A bare remote, machine A (initialised, pushed) and machine B (a clone, initialised, synced)."""
-    remote = tmp_path / "remote.git"
-    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
-    subprocess.run(["git", "init", "-q", str(tmp_path / "a")], check=True)
-    git(tmp_path / "a", "remote", "add", "origin", str(remote))
-    a = Machine(tmp_path / "a")
-    a.sync()
-    subprocess.run(["git", "clone", "-q", str(remote), str(tmp_path / "b")], check=True)
-    b = Machine(tmp_path / "b")
-    b.sync()
+    remote, a, b = two_machines(tmp_path)
     yield remote, a, b
     a.close()
     b.close()

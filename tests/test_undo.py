@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 from pathlib import Path
 
 from wikiwright.core.config import Config
@@ -347,19 +346,10 @@ def test_doctor_checks_only_what_is_new_and_keeps_reporting_what_it_found(vault:
 # -- after a sync round ------------------------------------------------------------------------
 
 def test_revert_on_this_machine_of_a_source_ingested_on_the_other(tmp_path: Path) -> None:
-    from tests.test_sync import Machine
+    from tests.test_sync import two_machines
 
-    remote = tmp_path / "remote.git"
-    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
-    (tmp_path / "a").mkdir()
-    subprocess.run(["git", "init", "-q", str(tmp_path / "a")], check=True)
-    git(tmp_path / "a", "remote", "add", "origin", str(remote))
-    a = Machine(tmp_path / "a")
-    a.sync()
-    subprocess.run(["git", "clone", "-q", str(remote), str(tmp_path / "b")], check=True)
-    b = Machine(tmp_path / "b")
+    _remote, a, b = two_machines(tmp_path)
     try:
-        b.sync()
         for name, text in corpus(4)[:3]:
             (a.vault.raw / name).parent.mkdir(parents=True, exist_ok=True)
             a.ingest(name, text)
