@@ -51,12 +51,14 @@ def start_daemon(vault: Path, env: dict[str, str] | None = None, *extra: str) ->
 
 
 @contextmanager
-def git_holding_index_lock(root: Path) -> Iterator[subprocess.Popen[bytes]]:
-    """A live git process holding ``.git/index.lock``: ``git update-index --index-info`` (a
-    command the daemon itself runs) waiting for its input. At the end its input is closed and
-    it releases the lock (unless the test killed it: then the lock stays, as a killed git's does)."""
-    lock = root / ".git" / "index.lock"
-    proc = subprocess.Popen(["git", "update-index", "--index-info"], cwd=root, stdin=subprocess.PIPE)
+def git_holding_index_lock(root: Path, index: Path | None = None) -> Iterator[subprocess.Popen[bytes]]:
+    """A live git process holding ``.git/index.lock`` (or, given ``index``, that index file's
+    lock, as with GIT_INDEX_FILE): ``git update-index --index-info`` (a command the daemon
+    itself runs) waiting for its input. At the end its input is closed and it releases the lock
+    (unless the test killed it: then the lock stays, as a killed git's does)."""
+    lock = Path(f"{index}.lock") if index else root / ".git" / "index.lock"
+    env = {**os.environ, "GIT_INDEX_FILE": str(index)} if index else None
+    proc = subprocess.Popen(["git", "update-index", "--index-info"], cwd=root, stdin=subprocess.PIPE, env=env)
     try:
         wait_for(lock.exists, timeout=10, interval=0.02, what="git to take .git/index.lock")
         yield proc

@@ -287,6 +287,35 @@ def test_a_killed_git_childs_index_lock_is_removed_and_a_live_ones_waited_for(
     _doctor_green(mb, isolated_env)
 
 
+def test_a_killed_git_childs_lock_on_the_daemons_own_index_is_removed(
+        world: tuple[Path, Machine, Machine], isolated_env: dict[str, str], caplog: pytest.LogCaptureFixture) -> None:
+    """The daemon commits from a private index (``.wikiwright/git-index``, GIT_INDEX_FILE): a git
+    child killed while it updated that index leaves ``.wikiwright/git-index.lock``. Nobody holds
+    it, so the next commit removes it and goes on (old code looked only in .git: every ingest
+    and sync round waited for it forever — the kill storm below found it on a loaded machine)."""
+    from wikiwright.upkeep.doctor import run_doctor
+
+    _remote, _ma, mb = world
+    index = mb.root / ".wikiwright" / "git-index"
+    with git_holding_index_lock(mb.root, index) as holder:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait(timeout=10)
+    lock = Path(f"{index}.lock")
+    assert lock.exists()  # a killed git leaves its lock
+    before = time.time() - 10
+    os.utime(lock, (before, before))
+    locks = next(c for c in run_doctor(mb.config, mb.vault).checks if c.name == "locks")
+    assert not locks.ok and ".wikiwright/git-index.lock is held by no git process" in locks.details[0], locks
+    _drop(mb, "after-kill.md", source_text(9, "after a killed git"))
+    with caplog.at_level("WARNING", logger="wikiwright.vcs.gitlock"):
+        _drain(mb)
+    record = mb.ledger.get_file("raw/after-kill.md")
+    assert record is not None and record.state == "ingested", record
+    assert not lock.exists()
+    assert any("removed .wikiwright/git-index.lock" in r.getMessage() for r in caplog.records), caplog.records
+    _doctor_green(mb, isolated_env)
+
+
 # -- a kill storm of a syncing daemon ----------------------------------------------------------------
 
 # Read at import: the isolated_env fixture clears WIKIWRIGHT_* before a test runs.

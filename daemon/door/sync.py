@@ -74,6 +74,7 @@ from ..core.opkinds import OpKind
 from ..core.vault import Vault
 from ..core.vaultpaths import safe_target, sync_problem
 from ..intake.ledger import Ledger
+from ..vcs.gitlock import SYNC_INDEX
 from ..vcs.remote import MergeTree, PushResult, Remote, RemoteError, git_status, merge_file
 from ..vcs.repo import (
     GitRepo,
@@ -386,7 +387,7 @@ class Syncer:
             self._move_to(head, theirs, theirs, changed_pages_need_index=False)
             log.info("sync: fast-forwarded to %s", theirs[:10])
             return SyncReport("integrated", f"fast-forward to {theirs[:10]}", theirs, imported=imported)
-        tree = build_tree(self.repo, screened.entries, self.vault.state / "sync-index")
+        tree = build_tree(self.repo, screened.entries, self.vault.state / SYNC_INDEX)
         count = len(self.repo.run("rev-list", theirs, *(("--not", head) if head else ())).split())
         subject = f"sync: take {count} commit(s) from {self.remote.name}/{self.remote.branch}"
         trailers = {"Wikiwright-Operation": OpKind.SYNC.value, "Wikiwright-Merged": theirs}
@@ -416,7 +417,7 @@ class Syncer:
         refused = {r.path for r in screened.refused}
         reviews = [(path, review) for path, review in reviews if path not in refused]  # the local page stays
         tree = merged.tree if not resolutions and not screened.changed else \
-            build_tree(self.repo, screened.entries, self.vault.state / "sync-index")
+            build_tree(self.repo, screened.entries, self.vault.state / SYNC_INDEX)
         report = SyncReport("integrated", "", imported=imported, conflicts=[p for p, _ in reviews],
                             duplicates=duplicates, refused=[_refusal_line(r) for r in screened.refused])
         trailers = {"Wikiwright-Operation": OpKind.SYNC.value, "Wikiwright-Merged": theirs}
@@ -531,7 +532,7 @@ class Syncer:
 
     @contextmanager
     def _scratch_index(self) -> Iterator[dict[str, str]]:
-        path = self.vault.state / "sync-index"
+        path = self.vault.state / SYNC_INDEX
         path.unlink(missing_ok=True)
         try:
             yield {"GIT_INDEX_FILE": str(path)}

@@ -43,7 +43,7 @@ from ..ingest.concepts import OVERVIEW_END, OVERVIEW_START
 from ..intake.ledger import Ledger
 from ..intake.names import disk_name, disk_path, relative_name
 from ..intake.safeopen import hash_inside
-from ..vcs.gitlock import stale_locks
+from ..vcs.gitlock import lock_files, stale_locks
 from ..vcs.repo import GitRepo, git  # git: GitPython, imported when an error is matched
 from ..wiki.blockmerge import Markers, split_block
 from ..wiki.index import INDEX_END, INDEX_START
@@ -395,10 +395,9 @@ class Doctor:
         return CheckResult("temp files", not debris, summary, details, repaired)
 
     def _locks(self) -> CheckResult:
-        git_dir = self.vault.root / ".git"
         now = time.time()
         stale = []
-        candidates = [*git_dir.glob("*.lock"), *git_dir.glob("refs/**/*.lock")]
+        candidates = lock_files(self.vault.root)
         # The daemon's rule (vcs/gitlock.py): a lock while no git process runs in the vault is stale now.
         unheld = set(stale_locks(self.vault.root, self.vault.state)) if candidates else set()
         for path in candidates:

@@ -1,6 +1,8 @@
 """A git lock file nobody holds: when wikiwright may remove ``.git/index.lock`` itself.
 
-git takes ``.git/index.lock`` (and ``HEAD.lock``, ``refs/…/<branch>.lock``) by creating the
+git takes ``.git/index.lock`` (and ``HEAD.lock``, ``refs/…/<branch>.lock``, and
+``<index>.lock`` beside an index named by ``GIT_INDEX_FILE``: the daemon's private
+``.wikiwright/git-index`` and sync's scratch ``.wikiwright/sync-index``) by creating the
 file, and removes it when it is done; a git process killed on the way (the daemon's git child
 killed with its process group, an OOM kill) leaves it behind, and every later git command
 that needs it fails with "File exists" until someone removes it. git's own advice is to
@@ -36,12 +38,24 @@ MIN_AGE_SECONDS = 2.0
 _GIT_VARS = (b"GIT_DIR=", b"GIT_WORK_TREE=", b"GIT_INDEX_FILE=", b"GIT_COMMON_DIR=")
 
 
-def lock_files(git_dir: Path) -> list[Path]:
-    """The lock files git may leave in ``git_dir``: its top-level ``*.lock`` and the refs' ones."""
+# The index files wikiwright points git at with GIT_INDEX_FILE, in the vault's .wikiwright/
+# (vcs/repo.py's private index, door/sync.py's scratch index). Only their locks are git's
+# there: write.lock and daemon.lock beside them are wikiwright's own flock files.
+PRIVATE_INDEX = "git-index"
+SYNC_INDEX = "sync-index"
+PRIVATE_INDEX_NAMES = (PRIVATE_INDEX, SYNC_INDEX)
+
+
+def lock_files(repo_root: Path) -> list[Path]:
+    """The lock files git may leave in a vault: ``.git``'s top-level ``*.lock``, the refs' ones,
+    and those of the daemon's own index files in ``.wikiwright/``."""
+    git_dir = repo_root / ".git"
     found = [*git_dir.glob("*.lock")]
     refs = git_dir / "refs"
     if refs.is_dir():
         found += refs.rglob("*.lock")
+    found += [path for name in PRIVATE_INDEX_NAMES
+              if (path := repo_root / ".wikiwright" / f"{name}.lock").exists()]
     return sorted(found)
 
 
@@ -109,7 +123,7 @@ def stale_locks(repo_root: Path, state_dir: Path) -> list[Path]:
 
 
 def _stale(repo_root: Path) -> list[Path]:
-    before = {path: _identity(path) for path in lock_files(repo_root / ".git")}
+    before = {path: _identity(path) for path in lock_files(repo_root)}
     settled = time.time_ns() - int(MIN_AGE_SECONDS * 1e9)
     before = {path: ident for path, ident in before.items() if ident is not None and ident[2] <= settled}
     if not before or git_running_in(repo_root) is not False:

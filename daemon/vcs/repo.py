@@ -32,7 +32,7 @@ from typing import Any
 from ..core.crashpoints import crash_point
 from ..core.errors import CommitPaused, WikiwrightError
 from ..core.opkinds import OpKind
-from .gitlock import remove_stale_locks
+from .gitlock import PRIVATE_INDEX, remove_stale_locks
 
 log = logging.getLogger(__name__)
 
@@ -114,7 +114,7 @@ class GitRepo:
         # The private index the daemon commits from, and a marker naming the HEAD and tree it
         # reflects (absent while an operation is half staged). Every commit runs under the
         # vault's write lock, so one marker serves every process and thread.
-        self.private_index = root / ".wikiwright" / "git-index"
+        self.private_index = root / ".wikiwright" / PRIVATE_INDEX
         self.private_marker = root / ".wikiwright" / "git-index.head"
         self.pending_sync = root / ".wikiwright" / "git-index.pending"
         # A new object (a restart, perhaps after a power cut) rebuilds the index once.
