@@ -305,6 +305,39 @@ def test_concurrent_edits_from_two_machines_and_a_person(world: tuple[Path, Mach
 
 # -- offline, rejected, duplicates ----------------------------------------------------------------
 
+def test_a_persons_edits_travel_with_a_round_when_the_remote_has_nothing_new(
+        world: tuple[Path, Machine, Machine]) -> None:
+    """A person edits a page and REVIEW.md and writes a new page of their own on B; nothing is
+    new on the remote. B's round commits those edits under the person's identity and pushes
+    them; A has them after its round (old code committed a person's edit only when the remote
+    changed the same file: the edit stayed on B). A file outside sync's allow-list is not
+    committed, and raw/ (the inbox) is left to the ingest."""
+    _remote, ma, mb = world
+    ma.ingest("shared.md", source_text(1, "shared"))
+    ma.sync()
+    mb.sync()
+    page = mb.root / "wiki" / "sources" / "src-shared.md"
+    page.write_text(page.read_text(encoding="utf-8") + "\nA person's line on B.\n", encoding="utf-8")
+    (mb.root / "wiki" / "my-own-note.md").write_text("# My own note\n\nWritten by hand on B.\n", encoding="utf-8")
+    review = mb.root / "REVIEW.md"
+    review.write_text(review.read_text(encoding="utf-8") + "\nA person's note in REVIEW.md.\n", encoding="utf-8")
+    (mb.root / "wiki" / "photo.png").write_bytes(b"\x89PNG\r\n\x1a\n" + b"\0" * 64)
+    (mb.root / "raw" / "dropped.md").write_text("# Dropped\n\nNot yet ingested.\n", encoding="utf-8")
+    report = mb.sync()
+    assert report.state == "pushed", report
+    subject, author = git(mb.root, "log", "-1", "--format=%s%x1f%an", "--", "wiki/my-own-note.md").strip().split("\x1f")
+    assert subject.startswith("edit: your changes to") and author != "wikiwright", (subject, author)
+    status = git(mb.root, "status", "--porcelain", "--untracked-files=all")
+    assert "wiki/photo.png" in status, status
+    assert not git(mb.root, "ls-files", "--", "raw/dropped.md").strip()
+    assert "src-shared.md" not in status and "REVIEW.md" not in status, status
+    ma.sync()
+    assert "A person's line on B." in (ma.root / "wiki" / "sources" / "src-shared.md").read_text(encoding="utf-8")
+    assert (ma.root / "wiki" / "my-own-note.md").read_text(encoding="utf-8").startswith("# My own note")
+    assert "A person's note in REVIEW.md." in (ma.root / "REVIEW.md").read_text(encoding="utf-8")
+    assert not (ma.root / "wiki" / "photo.png").exists()
+
+
 def test_remote_unreachable_then_back(world: tuple[Path, Machine, Machine], tmp_path: Path,
                                       isolated_env: dict[str, str]) -> None:
     remote, ma, mb = world

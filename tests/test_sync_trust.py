@@ -408,7 +408,9 @@ def test_kill_storm_of_a_syncing_daemon_loses_no_persons_line(world: tuple[Path,
             heads = {git(root, "rev-parse", "HEAD").strip() for root in (ma.root, mb.root)}
             remote_head = git(remote, "rev-parse", "main").strip()
             done = len(list((mb.root / "wiki" / "sources").glob("src-b-0*.md"))) == sources_b
-            return done and len(heads) == 1 and remote_head in heads
+            # The person's last lines are committed by B's next round (before its push).
+            committed = not git(mb.root, "status", "--porcelain", "--", "wiki/overview.md").strip()
+            return done and committed and len(heads) == 1 and remote_head in heads
 
         try:
             wait_for(settled, timeout=180, interval=1.0, what="both machines on one history")

@@ -58,7 +58,7 @@ import os
 import re
 import subprocess
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -121,6 +121,11 @@ MAX_BACKOFF = 300.0
 PUSH_ATTEMPTS = 3
 # Files that only grow: both sides' lines are kept.
 _UNION = ("REVIEW.md", ".gitignore")
+# What a person edits by hand, committed (as theirs) at the start of every round: the pages,
+# REVIEW.md and SCHEMA.md. Daily logs are the hooks' and are committed by the daemon's own
+# log commits.
+_PERSON_EDITED = ("wiki", "REVIEW.md", "SCHEMA.md")
+
 # overview.md's generated block (ingest/concepts.py keeps it): the remote's version stands in a
 # merge until this machine's next ingest rebuilds it; the text around it keeps both sides.
 _OVERVIEW_START = "<!-- wikiwright:overview:start"
@@ -303,6 +308,9 @@ class Syncer:
                 return self._wait("paused", problem, backoff=False)
             self.recover()
             imported = self._import_history_once()
+            # The person's own edits travel with this round's push, even when the remote has
+            # nothing new.
+            self._settle_person_edits(())
             head = self.repo.head()
             if theirs is None or head == theirs or (head and self.remote.is_ancestor(theirs, head)):
                 return SyncReport("up-to-date", imported=imported)
@@ -329,19 +337,22 @@ class Syncer:
             out = self.repo.run("ls-tree", "-r", "-z", "--name-only", theirs, strip=False)
         return [p for p in out.split("\0") if p]
 
-    def _settle_person_edits(self, remote_changed: list[str]) -> None:
-        """A person's uncommitted edits to what the merge may write are committed first, as theirs.
+    def _settle_person_edits(self, remote_changed: Sequence[str]) -> None:
+        """A person's uncommitted edits are committed first, as theirs: every page, REVIEW.md
+        and SCHEMA.md they changed (so their edits reach the other machines with this round's
+        push), and whatever else the merge may write.
 
         raw/ is the inbox: a file being dropped there is the daemon's to ingest, not an edit.
+        Only names sync would take from a remote are committed (the same allow-list both ways).
         """
-        paths = sorted({*(p for p in remote_changed if not p.startswith("raw/")),
-                        "wiki/index.md", "wiki/log.md", "REVIEW.md"})
+        paths = sorted({*(p for p in remote_changed if not p.startswith("raw/")), *_PERSON_EDITED})
         dirty: list[str] = []
         for chunk in _chunks(paths, 500):
-            out = self.repo.run("--literal-pathspecs", "status", "--porcelain", "-z", "--untracked-files=all", "--",
-                                *chunk, strip=False)
+            out = self.repo.run("--literal-pathspecs", "status", "--porcelain", "-z", "--no-renames",
+                                "--untracked-files=all", "--", *chunk, strip=False)
             for entry in out.split("\0"):
-                if len(entry) > 3 and entry[2] == " ":
+                if len(entry) > 3 and entry[2] == " " and not entry[3:].startswith("raw/") \
+                        and not sync_problem(entry[3:]):
                     dirty.append(entry[3:])
         if dirty:
             self.repo.commit_person_edits(sorted(set(dirty)))
