@@ -84,8 +84,8 @@ def test_burst_of_2000_files_all_accounted_after_the_rescan(tmp_path: Path) -> N
 
 @pytest.mark.slow
 def test_burst_of_2000_files_drains_completely(tmp_path: Path) -> None:
-    # Bounded form: 500 drained (the 2,000 are all recorded by the test above).
-    _run_burst(tmp_path, 2000 if FULL_SWEEPS else 500, drain=True)
+    # Bounded form: 250 drained (the 2,000 are all recorded by the test above).
+    _run_burst(tmp_path, 2000 if FULL_SWEEPS else 250, drain=True)
 
 
 def test_own_pages_copied_into_raw_are_skipped_as_self_feeding(services: Services) -> None:
