@@ -383,7 +383,14 @@ def test_same_file_dropped_on_two_machines_is_ingested_once(world: tuple[Path, M
     data = source_text(9, "twins")
     ma.ingest("twin.md", data)
     mb.ingest("twin-copy.md", data)
-    for machine in (ma, mb, ma):
+    # A claimed the bytes on the remote first (door/sourceclaims.py): B's copy waits for A's ingest.
+    waiting = mb.ledger.get_file("raw/twin-copy.md")
+    assert waiting is not None and waiting.state == "pending" and "claimed" in waiting.reason, waiting
+    for machine in (ma, mb):
+        machine.sync()
+    while mb.pipeline.drain_once() is not None:  # woken by the round that brought A's ingest
+        pass
+    for machine in (mb, ma):
         machine.sync()
     assert tracked_files(ma.root) == tracked_files(mb.root)
     pages = sorted(p.name for p in (ma.root / "wiki" / "sources").glob("*.md"))

@@ -75,6 +75,9 @@ class GitConfig:
     # REVIEW.md, daily logs) up to this size (pages: lint.max_page_bytes; raw/: commit_raw_max_bytes).
     sync_max_new_files: int = 1000
     sync_max_file_bytes: int = 20_000_000
+    # One ingest per source across machines (door/sourceclaims.py): a source another machine
+    # claimed first waits here for its ingest to arrive with sync, at most this long.
+    source_claim_grace_seconds: float = 900.0
 
 
 @dataclass(frozen=True)
@@ -271,6 +274,7 @@ def _validate(config: Config) -> None:
         (config.consolidation.min_sessions >= 0, "consolidation.min_sessions must be >= 0"),
         (config.consolidation.stale_lock_minutes > 0, "consolidation.stale_lock_minutes must be > 0"),
         (config.git.sync_interval_seconds > 0, "git.sync_interval_seconds must be > 0"),
+        (config.git.source_claim_grace_seconds >= 0, "git.source_claim_grace_seconds must be >= 0"),
     ]
     for ok, message in checks:
         if not ok:

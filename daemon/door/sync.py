@@ -87,6 +87,7 @@ from ..wiki.blockmerge import Markers, merge_with_block
 from ..wiki.catalog import Catalog
 from ..wiki.index import INDEX_END, INDEX_START, block_of, render_index_block, splice_index
 from ..wiki.pagemerge import Merge3, PageMerge, merge_page, merge_plain
+from .sourceclaims import wake_claimed
 from .synctree import (
     REFUSED_HEADING,
     REFUSED_KEY,
@@ -378,6 +379,8 @@ class Syncer:
                 count += 1
         refused, self._refused = [*self._refused, *getattr(undone, "refused", [])], []
         keep_refusals(self.ledger, refused, holds=_held_sha256s(self.ledger))
+        if count:
+            wake_claimed(self.ledger)  # files that waited for these ingests (door/sourceclaims.py)
         return count
 
     def _import_history_once(self) -> int:

@@ -32,6 +32,7 @@ from ..core.errors import (
 )
 from ..core.opkinds import OpKind
 from ..door import Door
+from ..door.sourceclaims import SourceClaims
 from ..door.trailers import recovered_ingest
 from ..ingest.cost import APPROVAL_RECHECK_SECONDS, COSTLY_SOURCE, costly_proposal
 from ..ingest.plan import IngestPlan, OfflinePlanner, prepare, source_page_name
@@ -86,6 +87,7 @@ class Pipeline:
         self.retry_git_seconds = RETRY_GIT
         self.retry_not_ready_seconds = RETRY_NOT_READY
         self.retry_io_seconds = RETRY_IO
+        self.claims = SourceClaims(self.config, self.repo, self.ledger)
         self._unreleased: list[tuple[FileRecord, str]] = []
         self._unreleased_lock = threading.Lock()
 
@@ -148,6 +150,13 @@ class Pipeline:
         if is_own_page(self.ledger, self.repo, data, self.config.git.author_name):
             self.ledger.finish_skipped(record, SELF_FEEDING_RULE)
             return JobResult(record.path, "skipped", SELF_FEEDING_RULE)
+        # With a remote, the bytes are claimed there first: another machine's claim means its
+        # ingest is on its way, and this one never plans (or pays a model for) the same source.
+        waiting = self.claims.wait_reason(record)
+        if waiting is not None:
+            reason, delay = waiting
+            self.ledger.release(record, reason, delay)
+            return JobResult(record.path, "pending", reason)
         # A planner whose pages other sources share (the offline engine's concept pages) plans
         # and writes one source at a time, so two workers never build on the same old page.
         with getattr(self.planner, "serial", None) or contextlib.nullcontext():

@@ -203,6 +203,26 @@ class Remote:
             return PushResult.REJECTED, _one_line(err)
         return PushResult.UNREACHABLE, _one_line(err)
 
+    def push_refs(self, updates: dict[str, str]) -> dict[str, PushResult]:
+        """Create each ref on the remote with its commit, in one push, each ref on its own (not
+        atomic): PUSHED (created), UP_TO_DATE (it already held that commit) or REJECTED (it
+        holds another: not a fast-forward). Raises RemoteError when the remote cannot be reached."""
+        if not updates:
+            return {}
+        code, out = self._network("push", "--porcelain", self.name,
+                                  *(f"{commit}:{ref}" for ref, commit in updates.items()))
+        results: dict[str, PushResult] = {}
+        for line in out.splitlines():
+            flag, _, rest = line.partition("\t")
+            spec, _, _summary = rest.partition("\t")
+            ref = spec.rpartition(":")[2]
+            if ref in updates and len(flag) == 1:
+                results[ref] = {"*": PushResult.PUSHED, "=": PushResult.UP_TO_DATE, " ": PushResult.PUSHED,
+                                "!": PushResult.REJECTED}.get(flag, PushResult.REJECTED)
+        if code != 0 and not results:
+            raise RemoteError(_one_line(out) or f"git push exited with {code}")
+        return results
+
     def last_claim(self) -> tuple[float, str] | None:
         """(time, message) of the newest consolidation claim as last fetched."""
         ref = self.rev(self.claim_tracking_ref)

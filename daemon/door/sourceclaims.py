@@ -1,0 +1,203 @@
+"""One ingest per source across machines: a machine with a remote claims a source's bytes first.
+
+Two daemons sharing a remote may both be handed the same file (a person drops it on both, a
+folder synced by another tool). Without a claim each ingests it: two model calls paid, two
+ingest commits, one later marked a duplicate by sync. So before a source is planned (the step
+that spends a model call), this machine pushes a claim for its sha256 to the remote:
+
+- a claim is a parentless commit of the empty tree on ``refs/wikiwright/sources/<sha256>``
+  whose subject names the bytes and this machine's token (a random id kept in this vault's
+  state database, never synced). A new ref is created by the first push; another machine's
+  push of its own commit there is not a fast-forward and is rejected. So the first push wins;
+- claims are batched: every queued source not yet claimed goes in the same push, so a drop of
+  500 files is one push, not 500;
+- the loser never plans the source: its file waits, pending, with the reason in ``status``,
+  until sync brings the winner's ingest (the ledger learns it; the file is then a duplicate,
+  or unchanged under the same name). A winner that never publishes does not hold the source
+  hostage: once the file has waited ``git.source_claim_grace_seconds`` here, it is ingested
+  here (two ingests then reconcile on the next sync, as without a claim);
+- a remote that cannot be reached claims nothing: the source is ingested here at once, and
+  offline machines reconcile on the next sync as before.
+
+The remote is untrusted: a claim only ever delays an ingest (by at most the grace period), and
+nothing of a claim's content is read but its subject line.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import tempfile
+import threading
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+from ..core.config import Config
+from ..core.errors import WikiwrightError
+from ..intake.ledger import FileRecord, Ledger
+from ..vcs.remote import PushResult, Remote, RemoteError
+from ..vcs.repo import GitRepo, git
+
+log = logging.getLogger(__name__)
+
+CLAIMS_NAMESPACE = "refs/wikiwright/sources"
+TOKEN_KEY = "source-claims:token"
+# The reason a file waits with; sync wakes files waiting with it once their ingest arrives.
+WAIT_PREFIX = "another machine claimed these bytes first"
+BATCH = 500
+_EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+# A claim batch at a time per vault in this process (two workers claiming the same queue
+# would each push a commit of their own, and the second would take the first for another
+# machine's).
+_LOCKS: dict[str, threading.Lock] = {}
+_LOCKS_GUARD = threading.Lock()
+
+
+def _lock_for(repo: GitRepo) -> threading.Lock:
+    with _LOCKS_GUARD:
+        return _LOCKS.setdefault(str(repo.root), threading.Lock())
+
+
+class SourceClaims:
+    """The claims of one vault's sources on its remote (see the module docstring)."""
+
+    def __init__(self, config: Config, repo: GitRepo, ledger: Ledger) -> None:
+        self.config = config
+        self.repo = repo
+        self.ledger = ledger
+        self.remote = Remote(repo, config.git.remote, config.git.branch)
+        self.grace = config.git.source_claim_grace_seconds
+        self._configured: tuple[float, bool] | None = None
+
+    @property
+    def enabled(self) -> bool:
+        if not self.config.git.remote.strip():
+            return False
+        now = time.monotonic()
+        if self._configured is None or now - self._configured[0] > 60:
+            self._configured = (now, self.remote.configured())
+        return self._configured[1]
+
+    def _token(self) -> str:
+        token = self.ledger.get_kv(TOKEN_KEY)
+        if not token:
+            token = secrets.token_hex(8)
+            self.ledger.set_kv(TOKEN_KEY, token)
+        return token
+
+    def _ref(self, sha256: str) -> str:
+        return f"{CLAIMS_NAMESPACE}/{sha256}"
+
+    def _tracking(self) -> str:
+        return f"refs/wikiwright/remotes/{self.remote.name}/sources"
+
+    # -- deciding -----------------------------------------------------------------------------
+
+    def wait_reason(self, record: FileRecord) -> tuple[str, float] | None:
+        """None when this machine ingests ``record`` now; else (why it waits, for how long).
+
+        A claim is an economy, never a condition: when claiming fails for any reason (git
+        refuses, the disk is full), the source is ingested here, as without a remote."""
+        try:
+            return self._wait_reason(record)
+        except (WikiwrightError, git.GitCommandError, OSError) as exc:
+            log.warning("%s: could not claim its bytes on the remote (%s); ingesting here", record.path, exc)
+            return None
+
+    def _wait_reason(self, record: FileRecord) -> tuple[str, float] | None:
+        if not self.enabled:
+            return None
+        with _lock_for(self.repo):
+            owner = self._owners([record.sha256]).get(record.sha256)
+            if owner is None:
+                self._claim([record.sha256, *self._unclaimed_queue(record)])
+                owner = self._owners([record.sha256]).get(record.sha256)
+        if owner is None or owner == self._token():
+            return None  # ours, or the remote could not be reached: ingest here
+        waited = time.time() - record.seen_at
+        if waited >= self.grace:
+            log.warning("%s: another machine claimed these bytes %.0f s ago and its ingest has not arrived; "
+                        "ingesting here", record.path, waited)
+            return None
+        until = time.strftime("%H:%M", time.localtime(record.seen_at + self.grace))
+        reason = (f"{WAIT_PREFIX} (machine {owner}); its ingest arrives with sync, and this file is ingested "
+                  f"here if it has not by {until}")
+        retry = min(self.grace - waited, max(5.0, 2 * self.config.git.sync_interval_seconds))
+        return reason, retry
+
+    def _unclaimed_queue(self, record: FileRecord) -> list[str]:
+        """The other sources waiting here that nobody has claimed (batched into one push)."""
+        waiting = {f.sha256 for state in ("queued", "pending") for f in self.ledger.files(state, kind="raw")
+                   if f.sha256 != record.sha256 and not f.reason.startswith(WAIT_PREFIX)}
+        known = self._owners(waiting)
+        return sorted(sha for sha in waiting if sha not in known and self.ledger.source(sha) is None)
+
+    def _owners(self, shas: Iterable[str]) -> dict[str, str]:
+        """sha256 -> the token of the machine whose claim the remote holds (as last fetched)."""
+        wanted = set(shas)
+        if not wanted:
+            return {}
+        prefix = self._tracking() + "/"
+        out = self.repo.run("for-each-ref", "--format=%(refname)%09%(contents:subject)", prefix)
+        owners = {}
+        for line in out.splitlines():
+            ref, _, subject = line.partition("\t")
+            sha = ref[len(prefix):]
+            if sha in wanted:
+                owners[sha] = subject.rpartition(" by ")[2].strip() or "unknown"
+        return owners
+
+    # -- claiming ----------------------------------------------------------------------------
+
+    def _claim(self, shas: list[str]) -> None:
+        token = self._token()
+        for start in range(0, len(shas), BATCH):
+            chunk = shas[start:start + BATCH]
+            commits = self._claim_commits(chunk, token)
+            pairs = list(zip(chunk, commits, strict=True))
+            try:
+                results = self.remote.push_refs({self._ref(sha): commit for sha, commit in pairs})
+            except RemoteError as exc:
+                log.info("source claims not pushed (the remote cannot be reached: %s); ingesting here", exc)
+                return
+            mine = [(sha, commit) for sha, commit in pairs
+                    if results.get(self._ref(sha)) in (PushResult.PUSHED, PushResult.UP_TO_DATE)]
+            if mine:
+                # Recorded as the next fetch would: these claims are this machine's.
+                lines = "".join(f"update {self._tracking()}/{sha} {commit}\n" for sha, commit in mine)
+                self.repo.run("update-ref", "--stdin", input=lines.encode("ascii"))
+            if any(result is PushResult.REJECTED for result in results.values()):
+                try:
+                    self.remote.fetch()  # the other machines' claims, as tracking refs
+                except RemoteError as exc:
+                    log.info("source claims: the remote went away after a rejected claim: %s", exc)
+
+    def _claim_commits(self, shas: list[str], token: str) -> list[str]:
+        """One parentless claim commit per sha256, written by one git process."""
+        self.repo.run("hash-object", "-t", "tree", "-w", "/dev/null")  # the empty tree, for the push
+        stamp = f"{int(time.time())} +0000"
+        who = f"{self.config.git.author_name} <{self.config.git.author_email}>"
+        with tempfile.TemporaryDirectory(dir=self.repo.root / ".wikiwright") as folder:
+            paths = []
+            for n, sha in enumerate(shas):
+                body = (f"tree {_EMPTY_TREE}\nauthor {who} {stamp}\ncommitter {who} {stamp}\n\n"
+                        f"source claim sha256:{sha} nonce {secrets.token_hex(4)} by {token}\n")
+                path = Path(folder) / f"claim-{n}"
+                path.write_text(body, encoding="utf-8")
+                paths.append(str(path))
+            out = self.repo.run("hash-object", "-t", "commit", "-w", "--stdin-paths",
+                                input="\n".join(paths).encode("utf-8") + b"\n")
+        commits = out.split()
+        if len(commits) != len(shas):
+            raise RemoteError(f"git hash-object wrote {len(commits)} claim commits for {len(shas)} sources")
+        return commits
+
+
+def wake_claimed(ledger: Ledger) -> int:
+    """Files waiting for another machine's ingest whose ingest sync has now brought: due now."""
+    woken = 0
+    for record in ledger.files("pending", kind="raw"):
+        if record.reason.startswith(WAIT_PREFIX) and ledger.source(record.sha256) is not None:
+            woken += ledger.wake(record.path, record.sha256, "its ingest arrived with sync")
+    return woken
