@@ -6,7 +6,7 @@ from typing import Any
 
 from tests.conftest import Services
 from tests.helpers import git
-from tests.llm_server import ScriptedServer
+from tests.llm_server import ScriptedServer, user_prompt
 from tests.model_helpers import page, use_model
 from tests.story import REPLIES, SOURCES, source_named_in, story_script
 
@@ -54,3 +54,57 @@ def test_uncommitted_edits_made_before_the_ingest_are_committed_as_the_persons_f
     authors = git(services.vault.root, "log", "--format=%an", "--", "wiki/rate-limiting.md").splitlines()
     assert authors[:2] == ["wikiwright", "Test Person"]
     assert REPLIES  # the story data is shared with other tests
+
+
+HUB = "harbour"
+
+
+def _hub_reply(hour: str, source: str) -> dict[str, Any]:
+    return {"title": f"Ferry at {hour}", "summary": f"The ferry leaves at {hour}.", "key_points": [],
+            "operations": [{"op": "replace_section", "page": HUB, "heading": "Schedule",
+                            "text": f"The ferry leaves at {hour}."}]}
+
+
+def test_two_workers_updating_one_page_never_make_a_conflict_for_a_person(services: Services) -> None:
+    """Two workers: source B's plan changes the harbour page; before B's worker applies it,
+    another worker ingests source A, which changes the same lines. B's plan is built on an old
+    page: B is planned again on A's text (one more model call) and its change applied; no
+    "changed while wikiwright worked on it" item reaches REVIEW.md, since nobody but wikiwright
+    touched the page (old code: an edit-conflict proposal, B's update set aside)."""
+
+    def script(request: dict[str, Any]) -> Any:
+        prompt = user_prompt(request)
+        if "`raw/hub.md`" in prompt:
+            return {"title": "Harbour", "summary": "The harbour.", "key_points": [],
+                    "operations": [{"op": "create_page", "page": HUB, "type": "entity", "title": "Harbour",
+                                    "summary": "The harbour.", "body": "## Schedule\n\nThe ferry leaves at nine.\n"}]}
+        return _hub_reply("eleven" if "`raw/a.md`" in prompt else "ten", "")
+
+    with ScriptedServer(script) as server:
+        planner = use_model(services, server)
+        services.drop("hub.md", "# Harbour\n\nThe ferry leaves at nine.\n")
+        assert [r.state for r in services.drain()] == ["ingested"]
+        plan = planner.plan
+        interleaved = []
+
+        def plan_then_let_the_other_worker_in(record: Any, *args: Any) -> Any:
+            planned = plan(record, *args)
+            if record.path == "raw/b.md" and not interleaved:
+                interleaved.append(True)
+                # The other worker: A goes all the way through between B's plan and B's write.
+                assert [r.state for r in services.drain()] == ["ingested"]
+            return planned
+
+        planner.plan = plan_then_let_the_other_worker_in  # type: ignore[method-assign]
+        services.drop("b.md", "# Ferry\n\nThe ferry leaves at ten.\n")
+        services.drop("a.md", "# Ferry\n\nThe ferry leaves at eleven.\n")
+        results = services.drain()
+    assert interleaved and results and results[-1].state == "ingested", results
+    for name in ("raw/a.md", "raw/b.md"):
+        record = services.ledger.get_file(name)
+        assert record is not None and record.state == "ingested", record
+    review = (services.vault.root / "REVIEW.md").read_text(encoding="utf-8")
+    assert "changed while wikiwright worked on it" not in review, review
+    assert "The ferry leaves at ten." in page(services, HUB)  # B's change, planned on A's page
+    b_plans = [r for r in server.requests if "`raw/b.md`" in user_prompt(r)]
+    assert len(b_plans) == 2, len(b_plans)  # planned again once, on the page A left

@@ -84,6 +84,15 @@ class PageConflict(WikiwrightError):
     """A page changed on disk after it was read and the change could not be merged."""
 
 
+class PlanOutdated(WikiwrightError):
+    """A page changed since the plan read it, by another of wikiwright's own operations (another
+    worker's ingest), and the plan's change does not merge with it: plan again on the new text."""
+
+    def __init__(self, page: str) -> None:
+        super().__init__(f"wiki/{page}.md was changed by another ingest while this one was planned")
+        self.page = page
+
+
 class FixNotApplicable(WikiwrightError):
     """An approved REVIEW.md proposal no longer fits the wiki (claim gone, page exists now)."""
 

@@ -41,7 +41,7 @@ from typing import Any
 
 from ..core.config import Config
 from ..core.crashpoints import crash_point
-from ..core.errors import CommitPaused, UnsafePathError
+from ..core.errors import CommitPaused, PlanOutdated, UnsafePathError
 from ..core.fsutil import TEMP_MARKER, atomic_replace_if
 from ..core.locks import vault_write_lock
 from ..core.opkinds import OpKind
@@ -274,6 +274,9 @@ class Operation:
         self.outcome = WriteOutcome()  # every page write of the operation, merged
         self.deleted: list[str] = []  # pages removed
         self.always_log = False  # log.md entry and commit even when no file changed
+        # An ingest whose plan read a page another worker's operation has changed since plans
+        # again (PlanOutdated) instead of proposing a conflict: only a person's edit is one.
+        self.replan_if_outdated = False
         self.commit_sha: str | None = None
         self._entry = JournalEntry(self.id, kind.value, title)
         self._touched: dict[str, _Touched] = {}
@@ -438,10 +441,12 @@ class Operation:
         elif base is not None:
             text, clean = merge_texts(self.door.repo, base.decode("utf-8"), ours.decode("utf-8"), change.text)
             if not clean:
+                self._check_outdated(change, ours)
                 outcome.conflicts.append(self._conflict(change, ours))
                 return
             commit, merged = text.encode("utf-8"), True
         else:
+            self._check_outdated(change, ours)
             outcome.conflicts.append(self._conflict(change, ours))
             return
         for _attempt in range(_RETRIES):
@@ -466,6 +471,14 @@ class Operation:
                 outcome.texts[change.page] = commit.decode("utf-8")
                 return
         raise CommitPaused(f"{rel} kept changing while wikiwright tried to write it; will try again")
+
+    def _check_outdated(self, change: PageChange, ours: bytes) -> None:
+        """Raise PlanOutdated when what the page holds now is wikiwright's own last write (another
+        worker's operation committed it after this plan read the page): not a person's edit."""
+        if self.replan_if_outdated and self.door.ledger.page_blob(change.page) == git_blob_id(ours):
+            log.info("%s: wiki/%s.md changed by another operation since it was planned; planning again",
+                     self.title, change.page)
+            raise PlanOutdated(change.page)
 
     def _base(self, change: PageChange, rel: str) -> bytes | None:
         if change.base is not None:

@@ -25,6 +25,7 @@ from ..core.errors import (
     CommitPaused,
     LLMAuthError,
     LLMTransientError,
+    PlanOutdated,
     SourceAwaitsApproval,
     SourceNotReady,
     SourceRejected,
@@ -49,6 +50,8 @@ RETRY_NOT_READY = 2.0
 RETRY_GIT = 5.0
 RETRY_IO = 10.0
 RETRY_BUDGET = 300.0
+# An ingest planned again because another worker changed a page it read, at most this many tries.
+MAX_REPLAN_ATTEMPTS = 10
 
 
 class Planner(Protocol):
@@ -116,6 +119,9 @@ class Pipeline:
             delay = exc.retry_after or 30.0
             self.ledger.set_notice("llm", f"model unavailable, retrying: {exc}")
             self.ledger.release(record, f"waiting for the model: {exc}", delay)
+            return JobResult(record.path, "pending", str(exc))
+        except PlanOutdated as exc:
+            self.ledger.release(record, f"planning again: {exc}", 0)
             return JobResult(record.path, "pending", str(exc))
         except SourceAwaitsApproval as exc:
             return self._await_approval(record, exc)
@@ -221,6 +227,9 @@ class Pipeline:
         shown = shown_name(record.path)  # a secret in the file name never reaches log.md or a commit
         with self.door.operation(OpKind.INGEST, plan.title, today=self.clock()) as op:
             op.always_log = True  # the source is recorded even if no page changed
+            # Another worker changed a page this plan read: plan again on its text (bounded, so a
+            # page every ingest fights over ends as a REVIEW.md proposal, not a loop).
+            op.replan_if_outdated = record.attempts < MAX_REPLAN_ATTEMPTS
             outcome = op.write(plan.changes)
             page_links = ", ".join(f"[[{page.rsplit('/', 1)[-1]}]]" for page in plan.pages)
             op.details += [f"source: `{shown}` (sha256 {record.sha256[:16]})", f"pages: {page_links}"]
