@@ -139,7 +139,9 @@ class SourceClaims:
         if not wanted:
             return {}
         prefix = self._tracking() + "/"
-        out = self.repo.run("for-each-ref", "--format=%(refname)%09%(contents:subject)", prefix)
+        # A few: their own refs (the claims this vault knows grow with its sources); many: all.
+        patterns = [prefix + sha for sha in sorted(wanted)] if len(wanted) <= 64 else [prefix]
+        out = self.repo.run("for-each-ref", "--format=%(refname)%09%(contents:subject)", *patterns)
         owners = {}
         for line in out.splitlines():
             ref, _, subject = line.partition("\t")
