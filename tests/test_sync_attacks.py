@@ -484,3 +484,25 @@ def test_the_files_every_vault_keeps_are_never_removed_or_turned_into_folders(wo
     world.assert_refused("wiki/index.md", "removed a file every vault keeps", local=True)
     world.assert_refused("wiki/index.md/x.md", "wiki/index.md is a file")
     world.assert_ingest_works()
+
+
+def test_names_that_differ_only_by_case_or_normalisation_are_refused(world: World) -> None:
+    """On a case-insensitive or normalising filesystem (macOS, Windows) ``wiki/Sources/x.md`` and
+    ``wiki/sources/x.md`` are one file, as are an NFC and an NFD spelling of one name: a remote
+    sending the other spelling would overwrite this machine's file there. The spelling this
+    machine has stays; the remote's is refused (old code took both)."""
+    page = world.root / "wiki" / "sources" / "src-first.md"
+    before = page.read_bytes()
+    nfc, nfd = "wiki/r\u00e9sum\u00e9.md", "wiki/re\u0301sume\u0301.md"
+    world.push({
+        "wiki/Sources/src-first.md": b"---\ntype: source\ntitle: Taken over\n---\n\n# Taken over\n",
+        "raw/FIRST.md": b"# Replaced\n\nnot the person's source\n",
+        nfc: b"# R\xc3\xa9sum\xc3\xa9\n\nThe first spelling.\n",
+        nfd: b"# Resume\n\nThe other spelling.\n",
+    })
+    world.victim.sync()
+    assert page.read_bytes() == before
+    for path in ("wiki/Sources/src-first.md", "raw/FIRST.md", nfd):
+        world.assert_refused(path, "only by case or Unicode normalisation")
+    assert nfc in world.head_paths()
+    world.assert_ingest_works()

@@ -34,6 +34,7 @@ import os
 import re
 import subprocess
 import time
+import unicodedata
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -215,6 +216,7 @@ class Screen:
         content = self._limit_new(head, candidate, content, refuse)
         self._check_bytes(head, candidate, content, final, refuse)
         self._folders(head, candidate, final, refuse)
+        self._collisions(head, final, refuse)
         return Screened(final, refused, final != candidate)
 
     # -- the checks -------------------------------------------------------------------------
@@ -338,6 +340,19 @@ class Screen:
                     refuse(path, f"{'/'.join(parts[:depth])} is a file on this machine, not a folder",
                            final[path][1])
                     break
+
+    def _collisions(self, head: dict[str, Entry], final: dict[str, Entry], refuse: _Refuse) -> None:
+        """A remote path that differs from another only by case or Unicode normalisation (NFC
+        against NFD) is one file on a case-insensitive or normalising filesystem (macOS, Windows):
+        writing it would overwrite the other. The path this machine already has wins; of two new
+        ones, the first in sorted order."""
+        seen: dict[str, str] = {}
+        for path in sorted(final, key=lambda p: (p not in head, p)):
+            folded = unicodedata.normalize("NFC", path).casefold()
+            other = seen.setdefault(folded, path)
+            if other != path and path not in head:  # two such names already here are the person's
+                refuse(path, f"differs from {other} only by case or Unicode normalisation (one file on "
+                             "macOS and Windows)", final[path][1])
 
     def _store(self, data: bytes) -> str:
         proc = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=self.repo.root, input=data,
