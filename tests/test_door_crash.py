@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import subprocess
 import tempfile
 import threading
 import traceback
@@ -28,12 +29,14 @@ from wikiwright.core.crashpoints import POINTS as CORE_POINTS
 from wikiwright.core.vault import Vault
 from wikiwright.door import Door, PageChange
 from wikiwright.door.init import init_vault
+from wikiwright.door.sync import Syncer
 from wikiwright.history.retract import retract_source
 from wikiwright.history.revert import revert_ingest
 from wikiwright.ingest.pipeline import Pipeline
 from wikiwright.intake.watch import Registrar
 from wikiwright.memory.consolidate import Consolidator
 from wikiwright.memory.dailylog import append_session
+from wikiwright.memory.logcommit import commit_quiet_logs
 from wikiwright.query.query import Answer, save_answer
 from wikiwright.upkeep.doctor import run_doctor
 from wikiwright.upkeep.review import ReviewQueue
@@ -45,7 +48,7 @@ POINTS = tuple(p for p in (*CORE_POINTS, *DOOR_POINTS) if p != "door-recovered")
 # Where a second crash lands while the first one is recovered.
 RECOVERY_POINTS = ("after-rename", "door-recovered")
 KINDS = ("ingest", "lint-fix", "review-approval", "review-rejection", "consolidate", "revert", "retract", "answer",
-         "init")
+         "init", "logs", "sync")
 PERSON = "Test Person"
 SOURCE = "# Billing\n\nThe billing API answers within 200 ms. Billing runs nightly.\n"
 
@@ -107,9 +110,53 @@ def _init(root: Path) -> None:
     init_vault(root, "wikiwright", "wikiwright@localhost")
 
 
+def _sync(root: Path) -> None:
+    """One sync round: a merge of the other machine's ingest with this machine's, then the push."""
+    with _door(root) as door:
+        report = Syncer(door.config, door.vault, door.ledger, door.catalog, door.repo).round()
+        assert report.state in ("pushed", "up-to-date", "integrated"), report
+
+
+def _two_machines(root: Path) -> None:
+    """``root`` a clone of a remote kept inside its own .wikiwright/ (so a copy of the vault is a
+    copy of its remote too), with an ingest of its own; the remote one ingest ahead of it."""
+    remote = root.parent / f"{root.name}-remote.git"
+    other = root.parent / f"{root.name}-other"
+    git(root.parent, "init", "-q", "--bare", str(remote))
+    other.mkdir()
+    git(other, "init", "-q")
+    git(other, "remote", "add", "origin", str(remote))
+    _ingested(other)
+    (other / ".wikiwright" / "config.toml").write_text('[git]\nremote = "origin"\n', encoding="utf-8")
+    _sync(other)
+    subprocess.run(["git", "clone", "-q", str(remote), str(root)], check=True, capture_output=True)
+    init_vault(root, "wikiwright", "wikiwright@localhost")
+    (root / ".wikiwright" / "config.toml").write_text('[git]\nremote = "origin"\n', encoding="utf-8")
+    _sync(root)  # the ledger learns the other machine's ingest
+    (root / "raw" / "mine.md").write_text("# Exports\n\nThe export runs hourly and keeps a week of files.\n")
+    with _door(root) as door:
+        Registrar(door.vault, door.ledger, 10**7, threading.Event()).register(root / "raw" / "mine.md")
+    _drain(root)
+    (other / "raw" / "theirs.md").write_text("# Invoices\n\nInvoices are sent on the first of the month.\n")
+    with _door(other) as door:
+        Registrar(door.vault, door.ledger, 10**7, threading.Event()).register(other / "raw" / "theirs.md")
+    _drain(other)
+    _sync(other)
+    shutil.move(str(remote), root / ".wikiwright" / "remote.git")
+    git(root, "remote", "set-url", "origin", ".wikiwright/remote.git")
+    git(root, "fetch", "-q", "origin")
+    shutil.rmtree(other)
+
+
+def _logs(root: Path) -> None:
+    with _door(root) as door:
+        commit_quiet_logs(door, 0)
+
+
 OPERATIONS: dict[str, Callable[[Path], None]] = {
     "ingest": _drain, "lint-fix": _review, "review-approval": _review, "review-rejection": _review,
     "consolidate": _consolidate, "revert": _revert, "retract": _retract, "answer": _answer, "init": _init,
+    "logs": _logs, "sync": _sync,
 }
 
 
@@ -152,6 +199,14 @@ def _base(kind: str, root: Path) -> None:
     elif kind == "review-rejection":
         _proposed(root, "held-back", {"action": "write-page", "page": "topics/other", "text": "# Other\n",
                                       "base": None}, "-")
+    elif kind == "sync":
+        _two_machines(root)
+    elif kind == "logs":
+        _ingested(root)
+        when = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
+        for n in range(3):
+            append_session(root / "logs", [f"- Session note {n}: the export ran"], section="Notes", label="test",
+                           when=when + timedelta(minutes=10 * n))
     elif kind == "consolidate":
         _ingested(root)
         when = datetime(2026, 11, 29, 9, 0, tzinfo=UTC)
@@ -195,13 +250,19 @@ def _person_lines(root: Path) -> set[str]:
     return {line[1:].strip() for line in out.splitlines() if line.startswith("+") and not line.startswith("+++")}
 
 
-def _audit(root: Path, kind: str, allowed_person_lines: set[str]) -> None:
-    assert git(root, "status", "--porcelain", "--", "wiki", "REVIEW.md", "SCHEMA.md", ".gitignore").strip() == ""
+def _audit(root: Path, kind: str, allowed_person_lines: set[str], already: int = 0) -> None:
+    """``already``: commits of ``kind`` the starting vault had (a synced vault's earlier rounds)."""
+    committed = ("wiki", "REVIEW.md", "SCHEMA.md", ".gitignore", *(("logs",) if kind == "logs" else ()))
+    assert git(root, "status", "--porcelain", "--untracked-files=all", "--", *committed).strip() == ""
     ours = [s for s in git(root, "log", "--author=wikiwright", "--format=%s").splitlines() if s]
     entries = (root / "wiki" / "log.md").read_text().count("\n## [")
-    assert entries == len(ours), f"{entries} log.md entries for {len(ours)} wikiwright commits: {ours}"
-    assert any(s.startswith(f"{kind}:") for s in ours), ours  # the operation happened, once it was retried
-    assert len([s for s in ours if s.startswith(f"{kind}:")]) == 1, ours
+    logged = [s for s in ours if not s.startswith("sync:")]  # a merge commit adds no entry of its own
+    assert entries == len(logged), f"{entries} log.md entries for {len(logged)} wikiwright commits: {ours}"
+    if kind == "sync":  # the round ended with its push
+        assert git(root, "rev-parse", "HEAD") == git(root, "rev-parse", "origin/main")
+        assert not (root / ".wikiwright" / "sync-journal.json").exists()
+    # The operation happened, once, when it was retried.
+    assert len([s for s in ours if s.startswith(f"{kind}:")]) == already + 1, ours
     stray = {line for line in _person_lines(root) - allowed_person_lines if line}
     assert not stray, f"lines committed under the person's name that they did not write: {sorted(stray)[:5]}"
     report = run_doctor(load_config(root), Vault(root), repair=False)
@@ -229,26 +290,34 @@ def test_every_crash_point_then_a_second_crash_in_recovery(scratch: Path, kind: 
     _base(kind, base)
     review = base / "REVIEW.md"
     allowed = {line.strip() for line in review.read_text().splitlines()} if review.exists() else set()
+    # Commits of this kind already in the history the operation builds on (a synced vault's
+    # earlier rounds, here and on the remote as fetched).
+    subjects = git(base, "log", "--author=wikiwright", "--format=%s", "--all").splitlines() if kind != "init" else []
+    already = sum(subject.startswith(f"{kind}:") for subject in subjects)
     operation = OPERATIONS[kind]
     reached = []
     # Every point once; the second crash (during recovery) after the crash that leaves the most
     # to recover: everything written, nothing committed.
-    runs = [(point, "") for point in POINTS] + [("before-commit", again) for again in RECOVERY_POINTS]
+    points = (*POINTS, "sync-files-written") if kind == "sync" else POINTS
+    runs = [(point, "") for point in points] + [("before-commit", again) for again in RECOVERY_POINTS]
     for point, again in runs:
         root = scratch / f"{point}-{again or 'once'}"
         shutil.copytree(base, root, symlinks=True)
         if not _run(operation, root, point):
             assert not again, f"{kind} never reached {point}"
-            _audit(root, kind, allowed)  # ran to the end: the plain operation is audited the same way
+            _audit(root, kind, allowed, already)  # ran to the end: the plain operation is audited the same way
             continue
         reached.append(point)
         if again:
             _run(_recover, root, again)  # a second crash while recovering (or none if not reached)
         operation(root)  # the restart: recovery, then the operation again
-        _audit(root, kind, allowed)
+        _audit(root, kind, allowed, already)
         shutil.rmtree(root)
-    # Every operation passes the journal, a file write and the commit.
-    assert {"door-journal-saved", "after-rename", "before-commit", "after-commit"} <= set(reached), reached
+    # Every operation passes the journal, a file write and the commit (a sync round its own
+    # journal, its merged files and its merge commit).
+    passed = {"sync-files-written", "before-commit", "after-commit"} if kind == "sync" else \
+        {"door-journal-saved", "after-rename", "before-commit", "after-commit"}
+    assert passed <= set(reached), reached
     print(f"{kind}: {len(reached)} crashes at {len(set(reached))} points, all recovered")
 
 
