@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..core.config import Config, load_config, record_default_vault, user_config_path
+from ..core.config import load_config, record_default_vault, user_config_path
 from ..core.errors import WikiwrightError
 from .common import AddParser, _ago, command, emit_json, open_vault, setup_logging
 
@@ -65,14 +65,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .handoff import make_executor
 
     config, vault = open_vault(args)
-    return Daemon(config, vault, extra_jobs=_periodic_jobs(config, vault), control=make_executor).run()
-
-
-def _periodic_jobs(config: Config, vault: Any) -> list[Any]:
-    """Jobs other rooms ask the daemon to schedule (lint, consolidation, review)."""
     from ..runtime.schedule import periodic_jobs
 
-    return periodic_jobs(config, vault)
+    # Jobs other rooms ask the daemon to schedule (lint, consolidation, review, sync), made from
+    # its door once it is open.
+    return Daemon(config, vault, extra_jobs=lambda door: periodic_jobs(config, vault, door),
+                  control=make_executor).run()
 
 
 @command("status")

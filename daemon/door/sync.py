@@ -1187,16 +1187,19 @@ def sync_summary(config: Config, ledger: Ledger, repo: GitRepo) -> dict[str, Any
 class SyncJob:
     """The daemon's periodic sync: its own ledger, catalogue and repository connections."""
 
-    def __init__(self, config: Config, vault: Vault) -> None:
+    def __init__(self, config: Config, vault: Vault, services: tuple[Ledger, Catalog, GitRepo] | None = None) -> None:
         self.config = config
         self.vault = vault
+        self._services = services  # the daemon's own (one connection per database), else opened here
         self._syncer: Syncer | None = None
 
     def tick(self) -> SyncReport | None:
         if self._syncer is None:
-            repo = GitRepo(self.vault.root, self.config.git.author_name, self.config.git.author_email,
-                           self.config.git.lock_retry_seconds)
-            self._syncer = Syncer(self.config, self.vault, Ledger(self.vault.db_path), Catalog(self.vault), repo)
+            if self._services is None:
+                repo = GitRepo(self.vault.root, self.config.git.author_name, self.config.git.author_email,
+                               self.config.git.lock_retry_seconds)
+                self._services = (Ledger(self.vault.db_path), Catalog(self.vault), repo)
+            self._syncer = Syncer(self.config, self.vault, *self._services)
         if not self._syncer.due():
             return None
         report = self._syncer.round()

@@ -122,6 +122,11 @@ class Ledger:
         with self._lock:
             self._db.close()
 
+    def shared_connection(self) -> tuple[sqlite3.Connection, threading.RLock]:
+        """This ledger's connection and its lock, for the other table groups of the state
+        database in this process (the review store): one connection to state.db, not one each."""
+        return self._db, self._lock
+
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
         with self._lock:

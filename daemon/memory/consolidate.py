@@ -485,11 +485,14 @@ def dry_run_report(consolidator: Consolidator) -> str:
     return "\n".join(out) + "\n"
 
 
-def scheduled_tick(config: Config, vault: Vault, clock: Clock = time.time) -> RunResult | None:
-    """The daemon's periodic job: apply approved proposals, then run if the gate is open."""
-    ledger = Ledger(vault.db_path)
+def scheduled_tick(config: Config, vault: Vault, clock: Clock = time.time,
+                   services: tuple[Ledger, Catalog, GitRepo] | None = None) -> RunResult | None:
+    """The daemon's periodic job: apply approved proposals, then run if the gate is open.
+    ``services``: the daemon's ledger, catalogue and repository (else opened for the tick)."""
+    ledger = services[0] if services else Ledger(vault.db_path)
+    catalog, repo = (services[1], services[2]) if services else (None, None)
     try:
-        consolidator = Consolidator(config, vault, ledger, clock=clock, owner=owner_name("daemon"))
+        consolidator = Consolidator(config, vault, ledger, catalog, repo, clock=clock, owner=owner_name("daemon"))
         if not consolidator.gate().would_run():
             return None
         try:
@@ -501,5 +504,6 @@ def scheduled_tick(config: Config, vault: Vault, clock: Clock = time.time) -> Ru
         log.info("consolidation: %s — %s", result.state, result.detail)
         return result
     finally:
-        ledger.close()
+        if not services:
+            ledger.close()
 

@@ -59,7 +59,8 @@ class Health:
 
 
 class Daemon:
-    def __init__(self, config: Config, vault: Vault, extra_jobs: list[PeriodicJob] | None = None,
+    def __init__(self, config: Config, vault: Vault,
+                 extra_jobs: list[PeriodicJob] | Callable[[Door], list[PeriodicJob]] | None = None,
                  control: Callable[[Daemon], Any] | None = None) -> None:
         self.config = config
         self.vault = vault
@@ -74,6 +75,8 @@ class Daemon:
         self._control_factory = control
         self.control: ControlServer | None = None
         self.health = Health()
+        # Other rooms' jobs, or a function making them from this daemon's door (so they share its
+        # ledger, catalogue and repository).
         self.extra_jobs = extra_jobs or []
         self._threads: list[threading.Thread] = []
         self._lock = VaultLock(vault, "run")
@@ -342,7 +345,7 @@ class Daemon:
                 PeriodicJob("git-housekeeping", self.config.git.housekeeping_minutes * 60, self._housekeeping_job),
                 PeriodicJob("logs-commit", max(0.5, min(60.0, self.config.git.commit_logs_after_quiet_seconds / 2)),
                             self._logs_job),
-                *self.extra_jobs]
+                *(self.extra_jobs(self.door) if callable(self.extra_jobs) else self.extra_jobs)]
         for job in jobs:
             self.scheduler.add_job(job.func, "interval", seconds=job.seconds, id=job.name, name=job.name)
         self.scheduler.start()

@@ -121,9 +121,12 @@ class Outcome:
 class ReviewQueue:
     """Syncs lint findings into REVIEW.md and carries out a person's answers."""
 
-    def __init__(self, config: Config, vault: Vault) -> None:
+    def __init__(self, config: Config, vault: Vault, door: Door | None = None) -> None:
         self.config = config
         self.vault = vault
+        # The daemon's door (its ledger, catalogue and repository), or one of its own, opened
+        # when first needed and closed with the queue.
+        self._shared_door = door
         self._ready = False
         self._last_seen: str | None = None
         self._last_done: str | None = None
@@ -133,16 +136,17 @@ class ReviewQueue:
     def _open(self) -> None:
         if self._ready:
             return
-        self.store = ReviewStore(self.vault.db_path)
-        self.door = Door.open(self.config, self.vault)
+        self.door = self._shared_door or Door.open(self.config, self.vault)
         self.ledger, self.catalog, self.repo = self.door.ledger, self.door.catalog, self.door.repo
+        self.store = ReviewStore.on(self.ledger)
         self._op: Operation | None = None  # the operation an answer is being carried out in
         self._ready = True
 
     def close(self) -> None:
         if self._ready:
             self.store.close()
-            self.door.close()
+            if self._shared_door is None:
+                self.door.close()
             self._ready = False
 
     @property
@@ -510,10 +514,10 @@ LINT_CHECK_SECONDS = 300.0
 class ReviewJobs:
     """Two periodic jobs: lint when due (a wall-clock gate), and the REVIEW.md watch."""
 
-    def __init__(self, config: Config, vault: Vault) -> None:
+    def __init__(self, config: Config, vault: Vault, door: Door | None = None) -> None:
         self.config = config
         self.vault = vault
-        self.queue = ReviewQueue(config, vault)
+        self.queue = ReviewQueue(config, vault, door)
 
     def lint_if_due(self) -> None:
         self.queue._open()

@@ -43,8 +43,9 @@ from typing import Any
 from ..core.fsutil import atomic_replace_if
 from ..core.locks import vault_write_lock
 from ..core.secrets import redact
-from ..core.sqlitedb import Schema, open_db
+from ..core.sqlitedb import Schema, migrate, open_db
 from ..core.vault import Vault
+from ..intake.ledger import Ledger
 
 log = logging.getLogger(__name__)
 
@@ -306,16 +307,31 @@ class Item:
     state: str
 
 
+_REVIEW_SCHEMA = Schema("review", 1, _SCHEMA)
+
+
 class ReviewStore:
     """The ``review_items`` table in the state database: every proposal and its answer."""
 
     def __init__(self, db_path: Path) -> None:
-        self._db = open_db(db_path, Schema("review", 1, _SCHEMA))
+        self._db = open_db(db_path, _REVIEW_SCHEMA)
         self._lock = threading.RLock()
+        self._owned = True
+
+    @classmethod
+    def on(cls, ledger: Ledger) -> ReviewStore:
+        """The store on the ledger's own connection (its lock too): a long-lived store in the
+        daemon adds no connection to state.db. Closing it leaves the ledger's open."""
+        migrate(ledger.path, _REVIEW_SCHEMA)
+        store = cls.__new__(cls)
+        store._db, store._lock = ledger.shared_connection()
+        store._owned = False
+        return store
 
     def close(self) -> None:
-        with self._lock:
-            self._db.close()
+        if self._owned:
+            with self._lock:
+                self._db.close()
 
     def get(self, item_id: str) -> Item | None:
         with self._lock:
