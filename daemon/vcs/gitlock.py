@@ -13,7 +13,8 @@ remove it when no git process is running; this module applies that advice, conse
 - no live git process works in this repository: on Linux, every process whose name starts
   with ``git`` is looked at in ``/proc`` — its working directory and its ``GIT_DIR``,
   ``GIT_WORK_TREE``, ``GIT_INDEX_FILE`` and ``GIT_COMMON_DIR`` — and one that cannot be looked
-  at (another user's) counts as working here. Without ``/proc`` nothing is known and no lock
+  at (another user's) counts as working here; a ``git cat-file`` (such as the daemon's own
+  long-lived object reader) takes no lock and is not counted. Without ``/proc`` nothing is known and no lock
   is ever called stale (the caller waits, as for any lock);
 - the lock file is the same file (inode, size, mtime) before and after the look, so a git
   command that started meanwhile, whose lock this could be, is never robbed of it;
@@ -85,6 +86,8 @@ def git_running_in(repo_root: Path) -> bool | None:
         name, _, rest = stat.partition("(")[2].rpartition(")")
         if not name.startswith("git") or rest.split()[:1] == ["Z"]:
             continue  # not git, or a zombie (dead: it holds nothing)
+        if _reads_only(base):
+            continue
         try:
             cwd = os.readlink(base / "cwd")
         except PermissionError:
@@ -106,6 +109,16 @@ def git_running_in(repo_root: Path) -> bool | None:
                     if value and _inside(os.path.realpath(os.path.join(cwd, value)), roots):
                         return True
     return False
+
+
+def _reads_only(base: Path) -> bool:
+    """A ``git cat-file`` (the daemon's object reader, vcs/store.py, or anyone's): it takes no
+    lock and writes nothing, so it never holds one of the lock files."""
+    try:
+        argv = (base / "cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return len(argv) > 1 and argv[1] == b"cat-file"
 
 
 def _identity(path: Path) -> tuple[int, int, int] | None:
