@@ -3,8 +3,9 @@
 What ``git update-index --index-info`` followed by ``git write-tree`` makes of a tree, without
 an index file or a git process: only the trees on the way to a changed path are read and
 written again; every other entry (mode, name, object id) is kept byte for byte. A file set
-where a folder is (or under a path that is a file) replaces it, as ``update-index`` does; a
-folder left empty disappears, as it does from an index. The objects are read and written
+where a folder is (or under a path that is a file) replaces it, as ``update-index`` does;
+removing a path removes a file there, never a folder; a folder left empty disappears, as it
+does from an index. The objects are read and written
 through the callables given (:class:`~wikiwright.vcs.store.ObjectStore`).
 """
 
@@ -83,7 +84,8 @@ def _edit(read: ReadTree, write: WriteTree, tree: str | None,
             if parts[0] in below:
                 raise WikiwrightError(f"{parts[0]!r} is committed both as a file and as a folder")
             if change is None:
-                entries.pop(parts[0], None)
+                if not _is_tree(entries.get(parts[0])):
+                    entries.pop(parts[0], None)  # a path names a file: a folder there stays, as in an index
             else:
                 entries[parts[0]] = change
         else:
