@@ -1,8 +1,9 @@
 """A git lock file nobody holds: when wikiwright may remove ``.git/index.lock`` itself.
 
 git takes ``.git/index.lock`` (and ``HEAD.lock``, ``refs/…/<branch>.lock``, and
-``<index>.lock`` beside an index named by ``GIT_INDEX_FILE``: the daemon's private
-``.wikiwright/git-index`` and sync's scratch ``.wikiwright/sync-index``) by creating the
+``<index>.lock`` beside an index named by ``GIT_INDEX_FILE``: sync's scratch
+``.wikiwright/sync-index``, and ``.wikiwright/git-index``, the private index earlier releases
+committed from) by creating the
 file, and removes it when it is done; a git process killed on the way (the daemon's git child
 killed with its process group, an OOM kill) leaves it behind, and every later git command
 that needs it fails with "File exists" until someone removes it. git's own advice is to
@@ -40,7 +41,8 @@ _GIT_VARS = (b"GIT_DIR=", b"GIT_WORK_TREE=", b"GIT_INDEX_FILE=", b"GIT_COMMON_DI
 
 
 # The index files wikiwright points git at with GIT_INDEX_FILE, in the vault's .wikiwright/
-# (vcs/repo.py's private index, door/sync.py's scratch index). Only their locks are git's
+# (door/sync.py's scratch index; git-index: the private index of earlier releases, whose lock
+# a vault may still hold). Only their locks are git's
 # there: write.lock and daemon.lock beside them are wikiwright's own flock files.
 PRIVATE_INDEX = "git-index"
 SYNC_INDEX = "sync-index"
