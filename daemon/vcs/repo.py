@@ -173,6 +173,8 @@ class GitRepo:
         from_files = self._head_from_files()
         if from_files is not None:
             return from_files
+        if not self.git_dir.exists():
+            return None  # no repository (yet): no reader to start
         found = self.objects.info("HEAD")  # packed refs, reftable: git resolves it
         return found[0] if found is not None else None
 
@@ -369,6 +371,9 @@ class GitRepo:
         # index.lock): moving HEAD now would make their commit fail. Wait for it.
         self._with_lock_retry(self._refuse_while_index_locked)
         base = self.tree_of(head) if head else None
+        if head and base is None:
+            # Never commit our paths alone: that would remove every other file from the vault's history.
+            raise WikiwrightError(f"git cannot read the tree of HEAD ({head}) in {self.root}")
         modes = self._modes(list(entries))
         changes = {rel: (modes.get(rel, "100644"), blob) if blob is not None else None for rel, blob in entries.items()}
         tree = tree_with(self.objects.tree, self.objects.write_tree, base, changes)
