@@ -11,6 +11,7 @@ import os
 import random
 import signal
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -124,4 +125,28 @@ def test_the_object_reader_sees_others_commits_and_outlives_a_kill(tmp_path: Pat
     (root / "a.md").write_text("three\n")
     ours = repo.commit_paths(["a.md"], "three", {})
     assert git(root, "rev-parse", "HEAD^").strip() == person and repo.head() == ours
+    repo.close()
+
+
+def test_the_object_reader_does_not_keep_a_killed_gits_lock_alive(vault: Any) -> None:
+    """The reader is a git process working in the vault for the daemon's whole life; it takes no
+    lock, so a lock a killed git left is still found stale and removed (counting the reader as
+    a git at work, no lock would ever be removed while the daemon runs)."""
+    from wikiwright.vcs.gitlock import remove_stale_locks
+
+    repo = GitRepo(vault.root)
+    repo.head_blobs(["wiki/index.md"])  # the reader is running
+    assert repo.objects._proc is not None and repo.objects._proc.poll() is None
+    lock = vault.root / ".git" / "index.lock"
+    lock.write_bytes(b"")
+    before = time.time() - 10
+    os.utime(lock, (before, before))
+    assert remove_stale_locks(vault.root, vault.state) == [".git/index.lock"]
+    with subprocess.Popen(["git", "hash-object", "--stdin"], cwd=vault.root, stdin=subprocess.PIPE,
+                          stdout=subprocess.DEVNULL) as writer:  # any other git at work: a lock may be its own
+        lock.write_bytes(b"")
+        os.utime(lock, (before, before))
+        assert remove_stale_locks(vault.root, vault.state) == []
+        assert writer.stdin is not None
+        writer.stdin.close()
     repo.close()
