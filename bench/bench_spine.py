@@ -3,6 +3,7 @@ overhead against bare git, and the daemon's memory over many ingests.
 
     .venv/bin/python bench/bench_spine.py            # full run (a few minutes)
     .venv/bin/python bench/bench_spine.py --quick    # under a minute (CI)
+    .venv/bin/python bench/bench_spine.py --quick --git-procs-only --compare main   # the git-process table
 
 Every figure that has a baseline is measured against it in the same run, on the same
 machine, so the ratios mean something even on a busy box. Targets (issue 2): drop-to-commit
@@ -277,6 +278,118 @@ def bench_throughput(base: Path, env: dict[str, str], pages: int, ingests: int) 
     }
 
 
+# -- git processes per operation: this code against an earlier revision, in the same run -------------
+
+
+def git_procs_child(count: int) -> int:
+    """(Run as a child, ``--git-procs-child N``.) N offline ingests into a fresh vault with the
+    ``wikiwright`` on ``sys.path``; prints one JSON line: per ingest, git processes, wall and CPU ms."""
+    import resource
+
+    from wikiwright.core.config import load_config
+    from wikiwright.door import Door
+    from wikiwright.door.init import init_vault
+    from wikiwright.ingest.pipeline import Pipeline
+    from wikiwright.intake.ledger import Ledger
+    from wikiwright.intake.watch import Registrar
+    from wikiwright.vcs.repo import GitRepo
+    from wikiwright.wiki.catalog import Catalog
+
+    spawned: list[str] = []
+    real_init = subprocess.Popen.__init__
+
+    def counting(self: subprocess.Popen[Any], args: Any, *rest: Any, **kwargs: Any) -> None:
+        if isinstance(args, (list, tuple)) and args and os.path.basename(str(args[0])) == "git":
+            spawned.append(str(args[1]) if len(args) > 1 else "")
+        real_init(self, args, *rest, **kwargs)
+
+    subprocess.Popen.__init__ = counting  # type: ignore[assignment, method-assign]
+    base = Path(tempfile.mkdtemp(prefix="wikiwright-gitprocs-"))
+    try:
+        vault, _ = init_vault(base / "Wiki", "wikiwright", "wikiwright@localhost")
+        config = load_config(vault.root)
+        ledger, catalog = Ledger(vault.db_path), Catalog(vault)
+        catalog.refresh()
+        repo = GitRepo(vault.root, config.git.author_name, config.git.author_email)
+        pipeline = Pipeline(Door(config, vault, ledger, catalog, repo))
+        registrar = Registrar(vault, ledger, config.ingest.max_source_bytes, threading.Event())
+        rng = random.Random(24)
+        rows = []
+        began = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+        for n in range(count):
+            path = vault.raw / f"g-{n:04d}.md"
+            path.write_text(source_text(n, rng))
+            spawned.clear()
+            wall = time.perf_counter()
+            registrar.register(path)
+            result = pipeline.drain_once()
+            assert result is not None and result.state == "ingested", result
+            rows.append({"procs": len(spawned), "kinds": sorted(set(spawned)),
+                         "ms": 1000 * (time.perf_counter() - wall)})
+        getattr(repo, "close", lambda: None)()  # a long-lived git child is reaped: its CPU is counted
+        ended = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+        total_cpu = sum(getattr(b, f) - getattr(a, f) for a, b in zip(began, ended, strict=True)
+                        for f in ("ru_utime", "ru_stime"))
+        status = subprocess.run(["git", "status", "--porcelain", "--", "wiki", "raw"], cwd=vault.root,
+                                capture_output=True, text=True, check=True).stdout
+        ledger.close()
+        catalog.close()
+        print(json.dumps({"rows": rows, "clean": status.strip() == "", "cpu_ms_each": 1000 * total_cpu / count}))
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    return 0
+
+
+def bench_git_procs(base: Path, env: dict[str, str], compare: str, count: int) -> list[dict[str, Any]]:
+    """The same N ingests run by this tree's code and by ``compare``'s (``git archive`` of its
+    daemon/ and shipped files into a scratch folder: the repository is not touched), each in its
+    own process."""
+    here = Path(__file__).resolve().parent.parent
+    rev = subprocess.run(["git", "-C", str(here), "rev-parse", "--short", compare], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    old = base / f"compare-{rev}"
+    old.mkdir()
+    shipped = [name for name in ("daemon", "config", "systemd", "hooks") if subprocess.run(
+        ["git", "-C", str(here), "cat-file", "-e", f"{rev}:{name}"], capture_output=True).returncode == 0]
+    archive = subprocess.run(["git", "-C", str(here), "archive", rev, *shipped], capture_output=True, check=True)
+    subprocess.run(["tar", "-x", "-C", str(old)], input=archive.stdout, check=True)
+    (old / "wikiwright").symlink_to(old / "daemon")
+    mine = base / "compare-this"
+    mine.mkdir()
+    (mine / "wikiwright").symlink_to(here / "daemon")
+    runs = []
+    for label, code in ((f"{compare} ({rev})", old), ("this tree", mine)):
+        done = subprocess.run([sys.executable, __file__, "--git-procs-child", str(count)],
+                              env={**env, "PYTHONPATH": str(code)}, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise RuntimeError(f"git-process run of {label} failed:\n{done.stderr[-3000:]}")
+        runs.append({"label": label, **json.loads(done.stdout.strip().splitlines()[-1])})
+    return runs
+
+
+def report_git_procs(runs: list[dict[str, Any]]) -> None:
+    count = len(runs[0]["rows"])
+    tail = max(1, min(100, count // 10))
+    print(f"Git processes per operation: {count} offline ingests into a fresh vault, the earlier revision's code "
+          f"and this tree's, each in its own process (ms: median wall time; CPU: the run's total, git children "
+          f"included, per ingest)")
+    print(f"  {'code':24} {'git procs/ingest':>16} {'max':>4} {'ms/ingest':>10} {'ratio':>6} {'CPU ms':>7} "
+          f"{'ratio':>6} {'ms, last ' + str(tail):>12}  git status")
+    base_ms = statistics.median(r["ms"] for r in runs[0]["rows"][1:] or runs[0]["rows"])
+    for run in runs:
+        rows = run["rows"][1:] or run["rows"]  # the first ingest starts what later ones reuse
+        procs = statistics.median(r["procs"] for r in rows)
+        wall = statistics.median(r["ms"] for r in rows)
+        last = statistics.median(r["ms"] for r in run["rows"][-tail:])
+        cpu = run["cpu_ms_each"]
+        print(f"  {run['label']:24} {procs:>16.0f} {max(r['procs'] for r in rows):>4} {wall:>10.1f} "
+              f"{wall / base_ms:>5.2f}x {cpu:>7.1f} {cpu / runs[0]['cpu_ms_each']:>5.2f}x "
+              f"{last:>12.1f}  {'clean' if run['clean'] else 'DIRTY'}")
+        print(f"  {'':24} {', '.join(sorted({k for r in rows for k in r['kinds']}))}")
+    worst = max(max(r["procs"] for r in (runs[-1]["rows"][1:] or runs[-1]["rows"])), 0)
+    print(f"  target <= 3 git processes per ingest (issue 24): {'OK' if worst <= 3 else 'MISSED'}\n", flush=True)
+
+
 # -- report ---------------------------------------------------------------------------------------
 
 
@@ -284,7 +397,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, under a minute")
     parser.add_argument("--keep", action="store_true", help="keep the temporary vaults")
+    parser.add_argument("--compare", default="main", metavar="REV",
+                        help="the revision whose git processes per ingest are measured beside this tree's (main)")
+    parser.add_argument("--git-procs-only", action="store_true", help="only the git-processes-per-operation table")
+    parser.add_argument("--git-procs-child", type=int, metavar="N", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.git_procs_child is not None:
+        return git_procs_child(args.git_procs_child)
     quick = args.quick
     sizes = (100, 1000, 10000)
     plan = {
@@ -292,12 +411,16 @@ def main() -> int:
         "ingests": {100: 10, 1000: 10, 10000: 5} if quick else {100: 50, 1000: 50, 10000: 30},
         "rss_total": 400 if quick else 2000,
         "rss_every": 100 if quick else 200,
+        "git_procs": 40 if quick else 1000,
     }
     base = Path(tempfile.mkdtemp(prefix="wikiwright-bench-"))
     env = isolate(base)
     t0 = time.monotonic()
     try:
         print(f"wikiwright spine benchmark ({'quick' if quick else 'full'}); scratch in {base}\n", flush=True)
+        report_git_procs(bench_git_procs(base, env, args.compare, plan["git_procs"]))
+        if args.git_procs_only:
+            return 0
         lat = bench_latency(base, env, plan["latency"], gap=0.25, debounce=1.0)
         print(f"Drop-to-commit, {lat['count']} small sources dropped 0.25 s apart, "
               f"stability wait (debounce) {lat['debounce']:.1f} s")

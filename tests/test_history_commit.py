@@ -4,7 +4,9 @@ never over a commit the person made meanwhile, never left over from an interrupt
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -14,7 +16,7 @@ from wikiwright.vcs.repo import GitRepo
 from tests.helpers import git
 
 
-# Every commit goes through the private index with the exact bytes given (never `commit --only`,
+# Every commit is HEAD's tree with exactly the bytes given (never `commit --only`,
 # which reads the working tree).
 def _repo(vault: Vault, cls: type[GitRepo] = GitRepo) -> GitRepo:
     return cls(vault.root)
@@ -63,18 +65,28 @@ def test_the_persons_staged_work_stays_staged_and_out_of_our_commits(vault: Vaul
 def test_an_interrupted_commit_leaves_nothing_behind_for_the_next_one(vault: Vault) -> None:
     repo = _repo(vault)
     repo.commit_paths([_page(vault, "a", "# A\n")], "ingest: a", {})
-    # A process died after staging in the private index, before moving HEAD: the marker is
-    # gone and the private index holds a page nobody committed.
+    head = git(vault.root, "rev-parse", "HEAD").strip()
+    # A process died after writing its blobs and trees, before its commit: they are left in the
+    # object store, unreferenced. And an older release's private index, with a page staged in it
+    # and a marker naming HEAD, is still in .wikiwright/.
     stray = _page(vault, "stray", "# Half an operation\n")
-    repo.private_marker.unlink()
+    crashed = subprocess.run(
+        [sys.executable, "-c", "import sys; from wikiwright.vcs.repo import GitRepo; "
+         "GitRepo(__import__('pathlib').Path(sys.argv[1])).commit_paths([sys.argv[2]], 'ingest: stray', {})",
+         str(vault.root), stray], env={**os.environ, "WIKIWRIGHT_CRASH_AT": "before-commit"})
+    assert crashed.returncode == -signal.SIGKILL
+    assert git(vault.root, "rev-parse", "HEAD").strip() == head
+    old_index = vault.root / ".wikiwright" / "git-index"
     subprocess.run(["git", "-C", str(vault.root), "add", stray], check=True,
-                   env={**os.environ, "GIT_INDEX_FILE": str(repo.private_index)})
+                   env={**os.environ, "GIT_INDEX_FILE": str(old_index)})
+    tree = subprocess.run(["git", "-C", str(vault.root), "write-tree"], check=True, capture_output=True, text=True,
+                          env={**os.environ, "GIT_INDEX_FILE": str(old_index)}).stdout.strip()
+    (vault.root / ".wikiwright" / "git-index.head").write_text(f"{head} {tree}\n")
     for committer in (repo, _repo(vault)):  # the same object, and a fresh one (a restart)
         sha = committer.commit_paths([_page(vault, "b", f"# B {id(committer)}\n")], "ingest: b", {})
         assert "wiki/stray.md" not in git(vault.root, "ls-tree", "-r", "--name-only", str(sha))
-        repo.private_marker.unlink()
-        subprocess.run(["git", "-C", str(vault.root), "add", stray], check=True,
-                       env={**os.environ, "GIT_INDEX_FILE": str(repo.private_index)})
+        assert _files(vault.root, str(sha)) == ["wiki/b.md"]
+    assert "error" not in git(vault.root, "fsck", "--no-progress").lower()
 
 
 class _RacingRepo(GitRepo):

@@ -109,6 +109,7 @@ class Door:
         if self._owned:
             self.ledger.close()
             self.catalog.close()
+            self.repo.close()
             self._owned = False
 
     def __enter__(self) -> Door:

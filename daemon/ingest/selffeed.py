@@ -44,10 +44,8 @@ def has_page_marker(text: str) -> bool:
 def in_wiki_history(repo: GitRepo, blob: str, author: str) -> bool:
     """True when a commit by the daemon (``author``) made on this machine (on no remote-tracking
     branch) put exactly these bytes under wiki/."""
-    try:
-        repo.run("cat-file", "-e", f"{blob}^{{blob}}")
-    except git.GitCommandError:
-        return False  # the common case: bytes git has never seen; one cheap call
+    if not repo.has_blob(blob):
+        return False  # the common case: bytes git has never seen; asked of the repository's object reader
     try:
         return bool(repo.run(
             "log", "HEAD", "--not", "--remotes", "-n1", "--format=%H", "--fixed-strings", f"--author={author}",

@@ -1,8 +1,9 @@
 """A git lock file nobody holds: when wikiwright may remove ``.git/index.lock`` itself.
 
 git takes ``.git/index.lock`` (and ``HEAD.lock``, ``refs/…/<branch>.lock``, and
-``<index>.lock`` beside an index named by ``GIT_INDEX_FILE``: the daemon's private
-``.wikiwright/git-index`` and sync's scratch ``.wikiwright/sync-index``) by creating the
+``<index>.lock`` beside an index named by ``GIT_INDEX_FILE``: sync's scratch
+``.wikiwright/sync-index``, and ``.wikiwright/git-index``, the private index earlier releases
+committed from) by creating the
 file, and removes it when it is done; a git process killed on the way (the daemon's git child
 killed with its process group, an OOM kill) leaves it behind, and every later git command
 that needs it fails with "File exists" until someone removes it. git's own advice is to
@@ -13,7 +14,8 @@ remove it when no git process is running; this module applies that advice, conse
 - no live git process works in this repository: on Linux, every process whose name starts
   with ``git`` is looked at in ``/proc`` — its working directory and its ``GIT_DIR``,
   ``GIT_WORK_TREE``, ``GIT_INDEX_FILE`` and ``GIT_COMMON_DIR`` — and one that cannot be looked
-  at (another user's) counts as working here. Without ``/proc`` nothing is known and no lock
+  at (another user's) counts as working here; a ``git cat-file`` (such as the daemon's own
+  long-lived object reader) takes no lock and is not counted. Without ``/proc`` nothing is known and no lock
   is ever called stale (the caller waits, as for any lock);
 - the lock file is the same file (inode, size, mtime) before and after the look, so a git
   command that started meanwhile, whose lock this could be, is never robbed of it;
@@ -39,7 +41,8 @@ _GIT_VARS = (b"GIT_DIR=", b"GIT_WORK_TREE=", b"GIT_INDEX_FILE=", b"GIT_COMMON_DI
 
 
 # The index files wikiwright points git at with GIT_INDEX_FILE, in the vault's .wikiwright/
-# (vcs/repo.py's private index, door/sync.py's scratch index). Only their locks are git's
+# (door/sync.py's scratch index; git-index: the private index of earlier releases, whose lock
+# a vault may still hold). Only their locks are git's
 # there: write.lock and daemon.lock beside them are wikiwright's own flock files.
 PRIVATE_INDEX = "git-index"
 SYNC_INDEX = "sync-index"
@@ -85,6 +88,8 @@ def git_running_in(repo_root: Path) -> bool | None:
         name, _, rest = stat.partition("(")[2].rpartition(")")
         if not name.startswith("git") or rest.split()[:1] == ["Z"]:
             continue  # not git, or a zombie (dead: it holds nothing)
+        if _reads_only(base):
+            continue
         try:
             cwd = os.readlink(base / "cwd")
         except PermissionError:
@@ -106,6 +111,16 @@ def git_running_in(repo_root: Path) -> bool | None:
                     if value and _inside(os.path.realpath(os.path.join(cwd, value)), roots):
                         return True
     return False
+
+
+def _reads_only(base: Path) -> bool:
+    """A ``git cat-file`` (the daemon's object reader, vcs/store.py, or anyone's): it takes no
+    lock and writes nothing, so it never holds one of the lock files."""
+    try:
+        argv = (base / "cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return len(argv) > 1 and argv[1] == b"cat-file"
 
 
 def _identity(path: Path) -> tuple[int, int, int] | None:

@@ -8,12 +8,16 @@ on first need (an error to raise, ``_git`` for callers that use it directly). We
 object model in the long-running daemon: it keeps ``cat-file`` helper processes alive and
 leaks (see shared/reference/deps.md §4).
 
-Rules kept here: a commit holds exactly the bytes it is given on top of HEAD, built in a private
-index (see :meth:`GitRepo._commit_private`) and never read back from the working tree, so a
-person saving a file meanwhile is never committed under our name and whatever they staged
-stays staged and uncommitted; HEAD moves by compare-and-swap, never over a commit of theirs; no checkout,
+Rules kept here: a commit holds exactly the bytes it is given on top of HEAD, its tree built in
+memory from HEAD's (see :meth:`GitRepo._commit_on`) and never read back from the working tree
+or any index, so a person saving a file meanwhile is never committed under our name and whatever
+they staged stays staged and uncommitted; HEAD moves by compare-and-swap, never over a commit of theirs; no checkout,
 reset, stash, clean or pull ever runs; while a merge, rebase or cherry-pick is in progress, or HEAD is detached, commits
 pause with a reason; a held ``index.lock`` is retried with backoff, then reported.
+
+An ingest's commit costs three git processes (``commit-tree``, ``update-ref``, ``update-index``
+of the person's index): objects are read through one long-lived ``cat-file`` and blobs and
+trees written in-process (:mod:`.store`, :mod:`.trees`).
 """
 
 from __future__ import annotations
@@ -32,7 +36,9 @@ from typing import Any
 from ..core.crashpoints import crash_point
 from ..core.errors import CommitPaused, WikiwrightError
 from ..core.opkinds import OpKind
-from .gitlock import PRIVATE_INDEX, remove_stale_locks
+from .gitlock import remove_stale_locks
+from .store import ObjectStore
+from .trees import EMPTY_TREE, entry_at, is_blob_mode, tree_with
 
 log = logging.getLogger(__name__)
 
@@ -111,14 +117,12 @@ class GitRepo:
             "GIT_TERMINAL_PROMPT": "0",
         }
         self._gitpython: Any = None
-        # The private index the daemon commits from, and a marker naming the HEAD and tree it
-        # reflects (absent while an operation is half staged). Every commit runs under the
-        # vault's write lock, so one marker serves every process and thread.
-        self.private_index = root / ".wikiwright" / PRIVATE_INDEX
-        self.private_marker = root / ".wikiwright" / "git-index.head"
+        # The paths a commit that moved HEAD still has to record in the person's index (a
+        # crash in between is finished by finish_index_sync). The name is from the days of a
+        # private index (.wikiwright/git-index), kept so a vault's pending file is still found.
         self.pending_sync = root / ".wikiwright" / "git-index.pending"
-        # A new object (a restart, perhaps after a power cut) rebuilds the index once.
-        self._synced_once = False
+        self._objects_path: Path | None = None
+        self.objects = ObjectStore(root, self._full_env, self._objects_dir)
 
     @property
     def _git(self) -> Any:
@@ -127,10 +131,26 @@ class GitRepo:
             self._gitpython = git.Git(str(self.root))
         return self._gitpython
 
+    def close(self) -> None:
+        """Stop the object reader (started again on the next read)."""
+        self.objects.close()
+
+    def _full_env(self, env: Mapping[str, str] | None = None) -> dict[str, str]:
+        return {**os.environ, "LANGUAGE": "C", "LC_ALL": "C", **self._env, **(env or {})}
+
+    def _objects_dir(self) -> Path:
+        if self._objects_path is None:
+            if self.git_dir.is_dir() and not any(
+                    name in os.environ for name in ("GIT_DIR", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY")):
+                self._objects_path = self.git_dir / "objects"
+            else:
+                self._objects_path = self.root / self.run("rev-parse", "--git-path", "objects")
+        return self._objects_path
+
     def run(self, *args: str, env: Mapping[str, str] | None = None, strip: bool = True,
             input: bytes | None = None) -> str:
         command = ["git", *args]
-        full_env = {**os.environ, "LANGUAGE": "C", "LC_ALL": "C", **self._env, **(env or {})}
+        full_env = self._full_env(env)
         if input is None:
             proc = subprocess.run(command, cwd=self.root, env=full_env, stdin=subprocess.DEVNULL,
                                   capture_output=True, check=False)
@@ -150,10 +170,13 @@ class GitRepo:
         return True
 
     def head(self) -> str | None:
-        try:
-            return self.run("rev-parse", "--verify", "-q", "HEAD") or None
-        except git.GitCommandError:
-            return None
+        from_files = self._head_from_files()
+        if from_files is not None:
+            return from_files
+        if not self.git_dir.exists():
+            return None  # no repository (yet): no reader to start
+        found = self.objects.info("HEAD")  # packed refs, reftable: git resolves it
+        return found[0] if found is not None else None
 
     def _head_from_files(self) -> str | None:
         """HEAD's sha read from .git's files (no git process); None when only git can say."""
@@ -225,35 +248,41 @@ class GitRepo:
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             return None
 
+    def tree_of(self, rev: str) -> str | None:
+        """The tree id of ``rev`` (a commit or tree; ``HEAD``), None when there is none."""
+        if rev == "HEAD":
+            head = self.head()
+            if head is None:
+                return None
+            rev = head
+        found = self.objects.info(f"{rev}^{{tree}}")
+        return found[0] if found and found[1] == "tree" else None
+
     def head_blobs(self, paths: Sequence[str], rev: str = "HEAD") -> dict[str, str]:
         """The blob id of each of ``paths`` in ``rev`` (paths absent there are left out)."""
         if not paths:
             return {}
-        try:
-            out = self.run("ls-tree", "-z", "--full-tree", rev, "--", *dict.fromkeys(paths), strip=False)
-        except git.GitCommandError:
+        tree = self.tree_of(rev)
+        if tree is None:
             return {}  # no commit yet
         found = {}
-        for entry in out.split("\0"):
-            meta, _, path = entry.partition("\t")
-            parts = meta.split()
-            if len(parts) == 3 and parts[1] == "blob":
-                found[path] = parts[2]
+        for path in dict.fromkeys(paths):
+            entry = entry_at(self.objects.tree, tree, path)
+            if entry is not None and is_blob_mode(entry[0]):
+                found[path] = entry[1]
         return found
+
+    def has_blob(self, blob: str) -> bool:
+        """The object store holds this blob (``git cat-file -e <blob>^{blob}``)."""
+        found = self.objects.info(blob)
+        return found is not None and found[1] == "blob"
 
     def store_bytes(self, data: bytes) -> str:
         """Write ``data`` into the object store as a blob (exactly these bytes); its id."""
-        return self.run("hash-object", "-w", "--no-filters", "--stdin", input=data)
+        return self.objects.write("blob", data)
 
-    def store_files(self, paths: Sequence[str]) -> list[str]:
-        """Write the working-tree files ``paths`` into the object store; their blob ids in order."""
-        if not paths:
-            return []
-        listing = "".join(f"{self.root / rel}\n" for rel in paths).encode("utf-8", "surrogateescape")
-        return self.run("hash-object", "-w", "--no-filters", "--stdin-paths", input=listing).split()
-
-    def _index_info(self, entries: Mapping[str, str | None], env: Mapping[str, str] | None, modes: Mapping[str, str]
-                    ) -> None:
+    def _index_info(self, entries: Mapping[str, str | None], modes: Mapping[str, str]) -> None:
+        """Record ``entries`` (path -> blob id, None: removed) in the person's index."""
         lines = []
         for rel, blob in entries.items():
             if blob is None:
@@ -261,7 +290,7 @@ class GitRepo:
             else:
                 lines.append(f"{modes.get(rel, '100644')} {blob}\t{rel}\n")
         data = "".join(lines).encode("utf-8", "surrogateescape")
-        self._with_lock_retry(lambda: self.run("update-index", "--index-info", env=env, input=data))
+        self._with_lock_retry(lambda: self.run("update-index", "--index-info", input=data))
 
     # -- committing ----------------------------------------------------------------------
 
@@ -293,16 +322,8 @@ class GitRepo:
         author: tuple[str, str] | None = None,
     ) -> str | None:
         """Commit these bytes at these paths (None: the path is removed); None if nothing changed."""
-        present = [rel for rel, data in contents.items() if data is not None]
-        stored = dict(zip(present, self._store_exact(present, contents), strict=True))
-        return self.commit_blobs({rel: stored.get(rel) for rel in contents}, subject, trailers, body, author)
-
-    def _store_exact(self, present: list[str], contents: Mapping[str, bytes | None]) -> list[str]:
-        """Blob ids of ``contents``: hashed from the files in one process when they still hold
-        those bytes, from memory otherwise (a person saved meanwhile: their bytes are not ours)."""
-        ids = self.store_files(present)
-        return [blob if blob == git_blob_id(contents[rel] or b"") else self.store_bytes(contents[rel] or b"")
-                for rel, blob in zip(present, ids, strict=True)]
+        stored = {rel: self.store_bytes(data) if data is not None else None for rel, data in contents.items()}
+        return self.commit_blobs(stored, subject, trailers, body, author)
 
     def commit_blobs(
         self,
@@ -329,45 +350,34 @@ class GitRepo:
             raise CommitPaused(problem)
         message = format_message(subject, trailers, body)
         for _attempt in range(5):
-            head = self._head_from_files() or self.head()
+            head = self.head()
             try:
-                return self._commit_private(dict(entries), message, env, head)
+                return self._commit_on(head, dict(entries), message, env)
             except _HeadMoved:
                 continue
         raise CommitPaused("HEAD kept moving while committing (another git process is committing)")
 
-    def _commit_private(
-        self, entries: dict[str, str | None], message: str, env: Mapping[str, str] | None, head: str | None
+    def _commit_on(
+        self, head: str | None, entries: dict[str, str | None], message: str, env: Mapping[str, str] | None
     ) -> str | None:
-        """Commit HEAD's tree plus ``entries`` built in a private index, then sync the person's index.
+        """Commit ``head``'s tree plus ``entries``, move HEAD from ``head``, sync the person's index.
 
-        The private index (``.wikiwright/git-index``) never holds the person's staged work, so
-        nothing they staged is swept in; ``update-ref`` with the old value is a compare-and-swap
-        on HEAD, so a commit the person made meanwhile is never overwritten. A handful of small
-        git processes, none of which rebuilds an index from HEAD or reads the working tree.
+        The tree is HEAD's with the entries set (:mod:`.trees`), so nothing the person staged is
+        swept in; ``update-ref`` with the old value is a compare-and-swap on HEAD, so a commit
+        the person made meanwhile is never overwritten. Three git processes: ``commit-tree``,
+        ``update-ref`` and ``update-index`` of the person's index.
         """
-        private = {"GIT_INDEX_FILE": str(self.private_index)}
         # The person's git is mid-operation (a `git commit` waiting for its message holds
         # index.lock): moving HEAD now would make their commit fail. Wait for it.
         self._with_lock_retry(self._refuse_while_index_locked)
-        synced = self._read_marker() if self._synced_once else None
-        if synced is None or synced[0] != (head or "-"):
-            # First commit of this object, an interrupted one, or the person committed: start
-            # from HEAD's tree.
-            if head is None:
-                self._with_lock_retry(lambda: self.run("read-tree", "--empty", env=private))
-                synced = ("-", self.run("write-tree", env=private))
-            else:
-                self._with_lock_retry(lambda: self.run("read-tree", head, env=private))
-                synced = (head, self.run("rev-parse", f"{head}^{{tree}}"))
-            self._synced_once = True
-        # From here until HEAD moves, the private index may differ from HEAD: no marker.
-        self.private_marker.unlink(missing_ok=True)
+        base = self.tree_of(head) if head else None
+        if head and base is None:
+            # Never commit our paths alone: that would remove every other file from the vault's history.
+            raise WikiwrightError(f"git cannot read the tree of HEAD ({head}) in {self.root}")
         modes = self._modes(list(entries))
-        self._index_info(entries, private, modes)
-        tree = self.run("write-tree", env=private)
-        if tree == synced[1]:
-            self._write_marker(synced[0], tree)
+        changes = {rel: (modes.get(rel, "100644"), blob) if blob is not None else None for rel, blob in entries.items()}
+        tree = tree_with(self.objects.tree, self.objects.write_tree, base, changes)
+        if tree == (base or EMPTY_TREE):
             self._sync_person_index(entries, modes)
             return None  # none of the paths changed
         crash_point("before-commit")
@@ -383,7 +393,6 @@ class GitRepo:
         except git.GitCommandError as exc:
             self.pending_sync.unlink(missing_ok=True)
             raise _HeadMoved() from exc
-        self._write_marker(commit, tree)
         crash_point("after-commit")
         self._sync_person_index(entries, modes)
         self.pending_sync.unlink(missing_ok=True)
@@ -419,21 +428,11 @@ class GitRepo:
             raise git.GitCommandError(["git", "commit"], 128, "fatal: Unable to create index.lock: File exists")
         return ""
 
-    def _read_marker(self) -> tuple[str, str] | None:
-        try:
-            head, tree = self.private_marker.read_text(encoding="ascii").split()
-        except (OSError, ValueError):
-            return None
-        return head, tree
-
-    def _write_marker(self, head: str, tree: str) -> None:
-        self.private_marker.write_text(f"{head} {tree}\n", encoding="ascii")
-
     def _sync_person_index(self, entries: Mapping[str, str | None], modes: Mapping[str, str]) -> None:
         """Record the committed blobs in the person's index, so `git status` shows what they
         changed since (nothing, or their own newer edits), never our commit as a change."""
         try:
-            self._index_info(entries, None, modes)
+            self._index_info(entries, modes)
         except (CommitPaused, WikiwrightError) as exc:
             # The commit stands; the next commit of these paths (or `git add`) settles the index.
             log.warning("committed, but could not update the git index for %s: %s", ", ".join(entries), exc)
@@ -497,10 +496,8 @@ class GitRepo:
         return commits
 
     def blob_text(self, blob: str) -> str | None:
-        try:
-            return self.run("cat-file", "blob", blob, strip=False)
-        except git.GitCommandError:
-            return None
+        data = self.objects.read(blob, "blob")
+        return data.decode("utf-8", "surrogateescape") if data is not None else None
 
     def show(self, rev: str, path: str) -> str | None:
         try:
