@@ -317,7 +317,7 @@ class Regenerator:
 
     def _related(self, body: str, key: str, page: str) -> str:
         """Only terms that still share two sources with it; then, as an update by the engine
-        does, the related terms now missing while fewer than MAX_RELATED are listed."""
+        does, the related terms now missing, while fewer than MAX_RELATED are listed."""
         if not key:
             return body
         now = [(k, p) for k, p, _ in self.index.related(key, 10_000) if p != page]
@@ -332,8 +332,10 @@ class Regenerator:
             body = _drop_link_lines(body, "Related", gone)
         section = get_section(body, "Related") or ""
         listed = {m.group(1).casefold() for line in section.splitlines() if (m := _LINK_LINE.match(line))}
-        missing = [(k, p) for k, p in now[:MAX_RELATED] if p.casefold() not in listed]
-        if missing and len(listed) < MAX_RELATED:
+        # Refilled up to MAX_RELATED, the size of the list the engine writes when it makes the
+        # page, in the engine's rank (most shared sources first), never past it.
+        missing = [(k, p) for k, p in now[:MAX_RELATED] if p.casefold() not in listed][: MAX_RELATED - len(listed)]
+        if missing:
             lines = [_related_line(self.index.label(k), p) for k, p in missing]
             if section:
                 body = set_section(body, "Related", section.rstrip("\n") + "\n" + "\n".join(lines) + "\n\n")
