@@ -334,7 +334,8 @@ class Regenerator:
         listed = {m.group(1).casefold() for line in section.splitlines() if (m := _LINK_LINE.match(line))}
         # Refilled up to MAX_RELATED, the size of the list the engine writes when it makes the
         # page, in the engine's rank (most shared sources first), never past it.
-        missing = [(k, p) for k, p in now[:MAX_RELATED] if p.casefold() not in listed][: MAX_RELATED - len(listed)]
+        free = max(0, MAX_RELATED - len(listed))
+        missing = [(k, p) for k, p in now[:MAX_RELATED] if p.casefold() not in listed][:free]
         if missing:
             lines = [_related_line(self.index.label(k), p) for k, p in missing]
             if section:

@@ -40,6 +40,7 @@ from ..history.lookup import bodies_mentioning
 from ..history.regenerate import Regenerator, mask_overview
 from ..history.view import source_path_of
 from ..vcs.repo import CommitInfo, git  # git: GitPython, imported when an error is matched
+from ..wiki.index import SUB_PREFIX
 from ..wiki.pages import Claim, FrontMatterError, iter_links, link_key, parse_claims, parse_page, render_front_matter
 from ..wiki.writer import PageChange
 
@@ -508,6 +509,14 @@ def _revert_with(session: Operation, ref: IngestRef, paths: list[str], own: str,
     return RevertResult(ref, None, [*outcome.written], deleted, restored, removed, warnings)
 
 
+def _sub_index(name: str, text: str) -> bool:
+    """A page index.md moved a group to (``index-sources``): rebuilt with index.md."""
+    if "/" in name or not name.startswith(SUB_PREFIX):
+        return False
+    meta, _, _ = _split(text)
+    return meta is not None and meta.get("type") == "index"
+
+
 def _dangling_links(session: Operation, deleted: list[str]) -> list[str]:
     """Pages that still link to a page the revert removed (lint will flag them too)."""
     if not deleted:
@@ -515,8 +524,8 @@ def _dangling_links(session: Operation, deleted: list[str]) -> list[str]:
     gone = {link_key(page): page for page in deleted}
     notes = []
     for name, text in bodies_mentioning(session, gone):  # a link to a page names its file
-        if name in deleted or name in ("index", "log"):
-            continue  # index.md is rebuilt without it; log.md is history
+        if name in deleted or name in ("index", "log") or _sub_index(name, text):
+            continue  # index.md and its pages (index-sources.md, …) are rebuilt without it; log.md is history
         keys = {link_key(link.target) for link in iter_links(text)}
         if keys & set(gone):  # the catalogue's copy may predate this operation's own edits
             keys = {link_key(link.target) for link in iter_links(session.read(name) or "")}
