@@ -193,6 +193,53 @@ def test_revert_the_first_of_two_unrelated_offline_ingests(tmp_path: Path) -> No
     _doctor_clean(root)
 
 
+KESTREL = [("harbor.md", "# Harbor notes\n\nThe Kestrel scheduler routes requests through its connection pool. "
+                         "Kestrel is a tool that schedules tasks for small teams.\n"),
+           ("dock.md", "# Dock notes\n\nKestrel is a scheduler that monitors metrics on every node. "
+                       "The Kestrel scheduler retries failed tasks.\n")]
+TAMARIN = [("leaks.md", "# Leak hunting\n\nTamarin is a tool that finds memory leaks in C programs. "
+                         "The Tamarin checker runs the program on a synthetic processor.\n"),
+            ("profiling.md", "# Profiling notes\n\nTamarin is a checker that profiles cache misses on every node. "
+                             "The Tamarin checker ships several tools.\n")]
+
+
+def test_revert_keeps_a_concept_page_a_person_edited_and_removes_one_nobody_did(tmp_path: Path) -> None:
+    root = _new_vault(tmp_path, "vault")
+    _ingest(root, KESTREL)
+    _ingest(root, TAMARIN)
+    wiki = root / "wiki"
+    assert (wiki / "kestrel.md").exists() and (wiki / "tamarin.md").exists()
+    # Not committed: the revert reads it, commits it as the person's, and must see that commit.
+    (wiki / "kestrel.md").write_text((wiki / "kestrel.md").read_text() + "\nOur team runs it on two hosts.\n")
+    out = _run(root, "revert", "raw/harbor.md")
+    assert "a person edited it" in out
+    kestrel = (wiki / "kestrel.md").read_text()
+    assert "Our team runs it on two hosts." in kestrel and "kept because a person edited this page" in kestrel
+    assert "src-harbor" not in kestrel.split("kept because")[1]
+    _run(root, "revert", "raw/leaks.md")
+    assert not (wiki / "tamarin.md").exists()  # wikiwright's own, now with one source: gone
+    assert git(root, "status", "--porcelain", "--", "wiki").strip() == ""
+
+
+def test_revert_says_nothing_of_index_pages_rebuilt_without_the_source(tmp_path: Path) -> None:
+    root = _new_vault(tmp_path, "vault")
+    sources = root / "wiki" / "sources"
+    sources.mkdir(parents=True, exist_ok=True)
+    for n in range(200):  # enough source pages that index.md moves them to index-sources.md
+        (sources / f"note-{n:03d}.md").write_text(fixture_page(f"type: source\ntitle: Note {n:03d}\n"
+                                                               f"summary: What note {n} says, in one line",
+                                                               f"# Note {n:03d}\n\nText.\n"))
+    git(root, "add", "wiki")
+    git(root, "commit", "-q", "-m", "a person's notes")
+    _ingest(root, [("bikes.md", "# Bicycle chains\n\nA chain stretches with use. Replace it every 3000 km.\n")])
+    _ingest(root, [("garden.md", "# Tomato garden\n\nTomatoes need six hours of sun. Water them at dawn.\n")])
+    assert "[[src-garden" in (root / "wiki" / "index-sources.md").read_text()
+    out = _run(root, "revert", "raw/garden.md")
+    listed = (root / "wiki" / "index-sources.md").read_text()
+    assert "src-garden" not in listed and "[[src-bikes" in listed and "[[note-199|" in listed
+    assert "index-sources" not in out, out  # rebuilt with index.md: neither changed by hand nor linking
+
+
 def _links(text: str, name: str) -> list[str]:
     """The links of a page. A concept page's "Related" list is left out: the engine fills it
     as sources arrive (eight when the page is made, then free places in ingest order), so

@@ -435,6 +435,8 @@ def _revert_with(session: Operation, ref: IngestRef, paths: list[str], own: str,
         page = path.removeprefix("wiki/").removesuffix(".md")
         before = repo.show(f"{sha}^", path)
         after = repo.show(sha, path)
+        if _sub_index(page, after or before or ""):
+            continue  # index.md's own pages (index-sources.md, …) are rebuilt with it, like index.md
         if page == own:
             own_current = session.read(page)
             continue
