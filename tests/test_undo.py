@@ -193,20 +193,24 @@ def test_revert_the_first_of_two_unrelated_offline_ingests(tmp_path: Path) -> No
     _doctor_clean(root)
 
 
-KESTREL = [("harbor.md", "# Harbor notes\n\nThe Kestrel scheduler routes requests through its connection pool. "
-                         "Kestrel is a tool that schedules tasks for small teams.\n"),
-           ("dock.md", "# Dock notes\n\nKestrel is a scheduler that monitors metrics on every node. "
-                       "The Kestrel scheduler retries failed tasks.\n")]
-TAMARIN = [("leaks.md", "# Leak hunting\n\nTamarin is a tool that finds memory leaks in C programs. "
-                         "The Tamarin checker runs the program on a synthetic processor.\n"),
-            ("profiling.md", "# Profiling notes\n\nTamarin is a checker that profiles cache misses on every node. "
-                             "The Tamarin checker ships several tools.\n")]
+SHARED_KESTREL = [
+    ("harbor.md", "# Harbor notes\n\nThe Kestrel scheduler routes requests through its connection pool. "
+                  "Kestrel is a tool that schedules tasks for small teams.\n"),
+    ("dock.md", "# Dock notes\n\nKestrel is a scheduler that monitors metrics on every node. "
+                "The Kestrel scheduler retries failed tasks.\n"),
+]
+SHARED_TAMARIN = [
+    ("leaks.md", "# Leak hunting\n\nTamarin is a tool that finds memory leaks in C programs. "
+                 "The Tamarin checker runs the program on a synthetic processor.\n"),
+    ("profiling.md", "# Profiling notes\n\nTamarin is a checker that profiles cache misses on every node. "
+                     "The Tamarin checker ships several tools.\n"),
+]
 
 
 def test_revert_keeps_a_concept_page_a_person_edited_and_removes_one_nobody_did(tmp_path: Path) -> None:
     root = _new_vault(tmp_path, "vault")
-    _ingest(root, KESTREL)
-    _ingest(root, TAMARIN)
+    _ingest(root, SHARED_KESTREL)
+    _ingest(root, SHARED_TAMARIN)
     wiki = root / "wiki"
     assert (wiki / "kestrel.md").exists() and (wiki / "tamarin.md").exists()
     # Not committed: the revert reads it, commits it as the person's, and must see that commit.
