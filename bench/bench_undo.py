@@ -2,7 +2,9 @@
 
 revert: a vault with N offline-engine sources (tests/undo_corpus.py documents, ingested with
 the real CLI in one `wikiwright ingest`), then `wikiwright revert` of its 10th ingest, timed
-end to end (a process start included). Must stay under 5 s at 1,000 sources.
+end to end (a process start included). Must stay under 5 s at 1,000 sources. Baselines in the
+same run: `git revert --no-edit` of that commit on a copy of the vault, one more ingest into
+the same vault, and a bare process start.
 
 doctor: a history of M operations written with `git fast-import` (daemon commits that add a
 page and append to log.md, every tenth a person's edit of a page), then `wikiwright doctor
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -26,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository, for tests.*
 
-from tests.undo_corpus import corpus
+from tests.undo_corpus import corpus, document
 from wikiwright.door.init import init_vault
 
 PY = sys.executable
@@ -55,11 +58,33 @@ def bench_revert(tmp: Path, sources: int) -> None:
     log = subprocess.run(["git", "-C", str(vault.root), "log", "--format=%H", "--reverse",
                           "--grep=Wikiwright-Operation: ingest"], capture_output=True, text=True, check=True)
     tenth = log.stdout.split()[9]
+    # Baseline 1: `git revert --no-edit` of the same commit on a copy of the vault (git's own
+    # undo: it reverse-applies the commit's diff and, at this size, stops on conflicts).
+    copy = tmp / f"revert-{sources}-git"
+    shutil.copytree(vault.root, copy, symlinks=True)
+    started = time.perf_counter()
+    git_revert = subprocess.run(["git", "-C", str(copy), "revert", "--no-edit", tenth], capture_output=True, text=True)
+    git_seconds = time.perf_counter() - started
+    git_outcome = "committed" if git_revert.returncode == 0 else "stopped on conflicts"
     seconds, done = _cli("revert", "--vault", str(vault.root), tenth)
     assert done.returncode == 0, done.stdout + done.stderr
-    print(f"revert of the 10th of {sources} sources: {seconds:.2f} s wall, {CPU[0]:.2f} s CPU "
-          f"(ingest of all took {took:.0f} s)"
+    revert_cpu = CPU[0]
+    # Baseline 2: one more ingest into the same vault (one source, the same process start).
+    rel, text = document(sources)
+    path = vault.raw / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    one, done = _cli("ingest", "--vault", str(vault.root), str(path))
+    assert done.returncode == 0, done.stderr[-2000:]
+    one_cpu = CPU[0]
+    start, _ = _cli("--help")
+    print(f"revert of the 10th of {sources} sources: {seconds:.2f} s wall, {revert_cpu:.2f} s CPU"
           + ("  [over 5 s]" if seconds > 5 else ""))
+    print(f"  baselines in this run: one more ingest {one:.2f} s wall, {one_cpu:.2f} s CPU "
+          f"(revert/ingest {seconds / one:.2f}x wall, {revert_cpu / one_cpu:.2f}x CPU); "
+          f"git revert --no-edit {git_seconds:.2f} s ({git_outcome}; revert/git {seconds / git_seconds:.0f}x); "
+          f"process start (--help) {start:.2f} s; ingest of all {sources} took {took:.0f} s "
+          f"({took / sources:.2f} s per source)")
 
 
 def _history(root: Path, operations: int) -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 from wikiwright.core.config import Config
 from wikiwright.core.vault import Vault
 from wikiwright.door.init import init_vault
+from wikiwright.ingest.terms import open_term_index
 from wikiwright.upkeep.review import ReviewQueue
 from wikiwright.wiki.pages import get_section, iter_links, link_key, parse_claims, parse_page, set_section
 
@@ -192,16 +193,76 @@ def test_revert_the_first_of_two_unrelated_offline_ingests(tmp_path: Path) -> No
     _doctor_clean(root)
 
 
+SHARED_KESTREL = [
+    ("harbor.md", "# Harbor notes\n\nThe Kestrel scheduler routes requests through its connection pool. "
+                  "Kestrel is a tool that schedules tasks for small teams.\n"),
+    ("dock.md", "# Dock notes\n\nKestrel is a scheduler that monitors metrics on every node. "
+                "The Kestrel scheduler retries failed tasks.\n"),
+]
+SHARED_TAMARIN = [
+    ("leaks.md", "# Leak hunting\n\nTamarin is a tool that finds memory leaks in C programs. "
+                 "The Tamarin checker runs the program on a synthetic processor.\n"),
+    ("profiling.md", "# Profiling notes\n\nTamarin is a checker that profiles cache misses on every node. "
+                     "The Tamarin checker ships several tools.\n"),
+]
+
+
+def test_revert_keeps_a_concept_page_a_person_edited_and_removes_one_nobody_did(tmp_path: Path) -> None:
+    root = _new_vault(tmp_path, "vault")
+    _ingest(root, SHARED_KESTREL)
+    _ingest(root, SHARED_TAMARIN)
+    wiki = root / "wiki"
+    assert (wiki / "kestrel.md").exists() and (wiki / "tamarin.md").exists()
+    # Not committed: the revert reads it, commits it as the person's, and must see that commit.
+    (wiki / "kestrel.md").write_text((wiki / "kestrel.md").read_text() + "\nOur team runs it on two hosts.\n")
+    out = _run(root, "revert", "raw/harbor.md")
+    assert "a person edited it" in out
+    kestrel = (wiki / "kestrel.md").read_text()
+    assert "Our team runs it on two hosts." in kestrel and "kept because a person edited this page" in kestrel
+    assert "src-harbor" not in kestrel.split("kept because")[1]
+    _run(root, "revert", "raw/leaks.md")
+    assert not (wiki / "tamarin.md").exists()  # wikiwright's own, now with one source: gone
+    assert git(root, "status", "--porcelain", "--", "wiki").strip() == ""
+
+
+def test_revert_says_nothing_of_index_pages_rebuilt_without_the_source(tmp_path: Path) -> None:
+    root = _new_vault(tmp_path, "vault")
+    sources = root / "wiki" / "sources"
+    sources.mkdir(parents=True, exist_ok=True)
+    for n in range(200):  # enough source pages that index.md moves them to index-sources.md
+        (sources / f"note-{n:03d}.md").write_text(fixture_page(f"type: source\ntitle: Note {n:03d}\n"
+                                                               f"summary: What note {n} says, in one line",
+                                                               f"# Note {n:03d}\n\nText.\n"))
+    git(root, "add", "wiki")
+    git(root, "commit", "-q", "-m", "a person's notes")
+    _ingest(root, [("bikes.md", "# Bicycle chains\n\nA chain stretches with use. Replace it every 3000 km.\n")])
+    _ingest(root, [("garden.md", "# Tomato garden\n\nTomatoes need six hours of sun. Water them at dawn.\n")])
+    assert "[[src-garden" in (root / "wiki" / "index-sources.md").read_text()
+    out = _run(root, "revert", "raw/garden.md")
+    listed = (root / "wiki" / "index-sources.md").read_text()
+    assert "src-garden" not in listed and "[[src-bikes" in listed and "[[note-199|" in listed
+    assert "index-sources" not in out, out  # rebuilt with index.md: neither changed by hand nor linking
+
+
 def _links(text: str, name: str) -> list[str]:
     """The links of a page. A concept page's "Related" list is left out: the engine fills it
-    as sources arrive (up to eight, in ingest order), so it depends on order, not only on
-    which sources there are; what the revert guarantees there is checked separately."""
+    as sources arrive (eight when the page is made, then free places in ingest order), so
+    which terms fill its last places depends on the order the sources came in, not only on
+    which sources there are; what the revert guarantees there is checked by ``_related``."""
     body = parse_page(text).body if text.startswith("---") else text
     if "/" not in name and get_section(body, "Related") is not None:
         body = set_section(body, "Related", "")
     if name == "log.md":
         return []
     return sorted({link_key(link.target) for link in iter_links(body)})
+
+
+def _related(text: str, name: str) -> list[str] | None:
+    """The pages a concept page's "Related" list names, in order (None: not such a page)."""
+    if "/" in name or not text.startswith("---"):
+        return None
+    section = get_section(parse_page(text).body, "Related")
+    return None if section is None else [link_key(link.target) for link in iter_links(section)]
 
 
 def _tenth(root: Path) -> tuple[str, str]:
@@ -234,11 +295,24 @@ def test_revert_the_tenth_of_eighty_ingests_matches_a_wiki_that_never_had_it(tmp
     assert not differ, differ  # the same links (overview.md and index.md included)
     counter = re.compile(r"^\d+ source\(s\); \d+ concept.*$", re.M)
     assert counter.findall(reverted["overview.md"]) == counter.findall(never["overview.md"])
-    # A "Related" entry only ever names a page that exists.
-    for name, text in reverted.items():
-        related = get_section(parse_page(text).body, "Related") if "/" not in name and text.startswith("---") else None
-        for link in iter_links(related or ""):
-            assert f"{link.target}.md" in reverted, (name, link.target)
+    # "Related": as long as in the wiki that never had the source (refilled to the engine's
+    # eight, never past them), each entry an existing page whose term shares two or more
+    # sources with the page's term there; which tied terms fill the last places is the
+    # engine's ingest order (cache-eviction: grafana here, postgres there, both share 2).
+    index = open_term_index(without / ".wikiwright")
+    try:
+        for name, text in reverted.items():
+            listed, expected = _related(text, name), _related(never[name], name)
+            if listed is None and expected is None:
+                continue
+            assert len(listed or []) == len(expected or []), (name, listed, expected)
+            key = index.key_of_page(name.removesuffix(".md"))
+            shared = {link_key(page) for _, page, _ in index.related(key, 10_000)} if key else set()
+            for target in listed or []:
+                assert f"{target}.md" in reverted, (name, target)
+                assert target in shared, (name, target, "shares fewer than two sources with it")
+    finally:
+        index.close()
     assert git(everything, "status", "--porcelain", "--", "wiki").strip() == ""
     _doctor_clean(everything)
     lint = json.loads(cli("lint", "--json", "--vault", str(everything)).stdout)

@@ -42,9 +42,11 @@ from ..ingest.offline import digest, humanize_file_name
 from ..ingest.plan import redact_source
 from ..ingest.terms import Mention, TermIndex, extract_terms, forget_mention, forget_source, open_term_index
 from ..intake.extract import read_source
+from ..intake.ledger import SourceRecord
 from ..intake.names import disk_path
 from ..wiki.pages import FrontMatterError, Page, get_section, parse_page, render_page, set_section
 from ..wiki.writer import PageChange
+from .lookup import PersonEdits, bodies_mentioning, pages_mentioning, read_pages
 
 log = logging.getLogger(__name__)
 
@@ -72,14 +74,6 @@ class Regeneration:
 
 def _related_line(label: str, page: str) -> str:
     return f"- [[{page}]]" if label.casefold() == page.casefold() else f"- [[{page}|{quote_safe(label)}]]"
-
-
-def person_touched(session: Operation, page: str) -> bool:
-    """True if any commit that changed the page is not wikiwright's (a person's edit, theirs
-    or another machine's person's); uncommitted edits were committed as theirs by ``read``."""
-    session.read(page)
-    daemon = session.config.git.author_name
-    return any(c.author != daemon for c in session.repo.log("--", f"wiki/{page}.md"))
 
 
 def _mention_sources(body: str) -> list[str]:
@@ -115,8 +109,10 @@ class Regenerator:
         self.index: TermIndex = open_term_index(session.vault.state)
         self.keeper = ConceptKeeper(session.vault, session.catalog, self.index)
         self.result = Regeneration()
+        self.person = PersonEdits(session)
         self.dropped: dict[str, set[str]] = {}  # key -> sources whose title-match mention went
         self._terms_cache: dict[str, set[str] | None] = {}
+        self._records: dict[str, SourceRecord] | None = None
         self._pages: dict[str, str] = {}
         self.had_block = OVERVIEW_START in (session.read("overview") or "")
 
@@ -154,7 +150,7 @@ class Regenerator:
             # This machine's index never recorded the source (it was ingested on another machine
             # and arrived by sync): the pages that list it say what it was part of.
             needles = (f"[[{self.stem}]]", f"[[{self.stem}|")
-            for name, body in self.session.catalog.iter_bodies():
+            for name, body in bodies_mentioning(self.session, [self.stem]):
                 if "/" not in name and name not in pages and any(n in body for n in needles) \
                         and self.engine_page(name):
                     pages[name] = ""
@@ -191,7 +187,11 @@ class Regenerator:
             return self._terms_cache[stem]
         keys: set[str] | None = None
         session = self.session
-        record = next((r for r in session.ledger.sources() if r.page == f"sources/{stem}"), None)
+        if self._records is None:  # one listing of the ledger, not one per source read again
+            self._records = {}
+            for r in session.ledger.sources():
+                self._records.setdefault(r.page, r)  # the first, as the ingest order has it
+        record = self._records.get(f"sources/{stem}")
         if record is not None:
             try:
                 data = disk_path(session.vault.root, record.path).read_bytes()
@@ -230,7 +230,7 @@ class Regenerator:
         sources = list(dict.fromkeys(m.source for m in remaining))
         gone = {self.stem, *self.dropped.get(key, set())}
         if len(sources) < 2:
-            if not person_touched(session, page):
+            if not self.person.touched(page):
                 res.deletes[page] = session.read(page) or text
                 if key:
                     self.index.set_page(key, "")
@@ -317,7 +317,7 @@ class Regenerator:
 
     def _related(self, body: str, key: str, page: str) -> str:
         """Only terms that still share two sources with it; then, as an update by the engine
-        does, the related terms now missing while fewer than MAX_RELATED are listed."""
+        does, the related terms now missing, while fewer than MAX_RELATED are listed."""
         if not key:
             return body
         now = [(k, p) for k, p, _ in self.index.related(key, 10_000) if p != page]
@@ -332,8 +332,11 @@ class Regenerator:
             body = _drop_link_lines(body, "Related", gone)
         section = get_section(body, "Related") or ""
         listed = {m.group(1).casefold() for line in section.splitlines() if (m := _LINK_LINE.match(line))}
-        missing = [(k, p) for k, p in now[:MAX_RELATED] if p.casefold() not in listed]
-        if missing and len(listed) < MAX_RELATED:
+        # Refilled up to MAX_RELATED, the size of the list the engine writes when it makes the
+        # page, in the engine's rank (most shared sources first), never past it.
+        free = max(0, MAX_RELATED - len(listed))
+        missing = [(k, p) for k, p in now[:MAX_RELATED] if p.casefold() not in listed][:free]
+        if missing:
             lines = [_related_line(self.index.label(k), p) for k, p in missing]
             if section:
                 body = set_section(body, "Related", section.rstrip("\n") + "\n" + "\n".join(lines) + "\n\n")
@@ -367,7 +370,16 @@ class Regenerator:
             if page and page not in removed:
                 for stem in stems:
                     extra.setdefault(f"sources/{stem}", set()).add(page.casefold())
-        for name, body in session.catalog.iter_bodies():
+        # Only pages whose text has such a link can hold such a line: git grep finds them
+        # (reading every page in Python cost 0.4 s at 2,000 pages). A page listing one of this
+        # source's pages under "Related" still shares as many sources with it unless a mention
+        # went with it (``dropped``): only then are those (concept pages) looked at.
+        found = pages_mentioning(session, [f"[[{t}" for t in targets])
+        if found is not None and self.dropped:
+            related = pages_mentioning(session, [f"[[{p.casefold()}" for p in self._pages], top_level=True)
+            found = None if related is None else found | related
+        bodies = session.catalog.iter_bodies() if found is None else read_pages(session, found | set(extra))
+        for name, body in bodies:
             if name in removed or name in ("index", "log", "overview") or name == f"sources/{self.stem}":
                 continue
             low = body.casefold()

@@ -16,6 +16,7 @@ from datetime import date
 from ..core.errors import NotFound, WikiwrightError
 from ..core.opkinds import OpKind
 from ..door import Door, Operation
+from ..history.lookup import bodies_mentioning
 from ..intake.ledger import SourceRecord
 from ..wiki.pages import Claim, FrontMatterError, Page, iter_links, link_key, parse_claims, parse_page, render_page
 from ..wiki.writer import PageChange
@@ -141,7 +142,7 @@ def _retract(session: Operation, target: str, reason: str, today: date) -> Retra
     stem = record.page.rsplit("/", 1)[-1]
     result = RetractResult(record, None)
     plans: list[tuple[str, str, str]] = []  # page, current text, new text
-    for name, text in session.catalog.iter_bodies():
+    for name, text in bodies_mentioning(session, [stem], also=[record.page]):
         if "/" not in name and name in ("index", "log"):
             continue
         if stem.casefold() not in text.casefold() and name != record.page:

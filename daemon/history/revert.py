@@ -23,9 +23,11 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import functools
 import itertools
 import logging
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import PurePosixPath
@@ -34,9 +36,11 @@ from typing import Any
 from ..core.errors import NotFound, RevertBlocked, WikiwrightError
 from ..core.opkinds import OpKind
 from ..door import Door, Operation
-from ..history.regenerate import Regenerator, mask_overview, person_touched
+from ..history.lookup import bodies_mentioning
+from ..history.regenerate import Regenerator, mask_overview
 from ..history.view import source_path_of
 from ..vcs.repo import CommitInfo, git  # git: GitPython, imported when an error is matched
+from ..wiki.index import SUB_PREFIX
 from ..wiki.pages import Claim, FrontMatterError, iter_links, link_key, parse_claims, parse_page, render_front_matter
 from ..wiki.writer import PageChange
 
@@ -162,8 +166,7 @@ def _short(claim: Claim) -> str:
     return f"`{claim.key}`: {claim.value} (as of {claim.as_of}, [[{claim.source}]])"
 
 
-def _claim_problems(before: str | None, after: str, current: str, later: list[CommitInfo],
-                    history: Any) -> list[str]:
+def _claim_problems(before: str | None, after: str, current: str, history: Any) -> list[str]:
     """Claims this ingest added or struck that a later change built on."""
     problems = []
     b, a, c = _claims(before), _claims(after), _claims(current)
@@ -313,7 +316,9 @@ def _uncreate(plan: PagePlan, after: str, current: str, source: str) -> None:
 
 
 def plan_page(page: str, before: str | None, after: str | None, current: str | None,
-              later: list[CommitInfo], history: Any, source: str = "") -> PagePlan:
+              later: Callable[[], list[CommitInfo]], history: Any, source: str = "") -> PagePlan:
+    """``later``: the commits that changed the page since the ingest, asked for only when a
+    problem is explained (a path-limited log walks the whole history)."""
     plan = PagePlan(page, "none", current=current)
     if after is None:  # the ingest removed the page: bring it back if nobody re-made it
         if current is None and before is not None:
@@ -323,18 +328,18 @@ def plan_page(page: str, before: str | None, after: str | None, current: str | N
         return plan
     if current is None:
         plan.problems.append(f"wiki/{page}.md was deleted after this ingest"
-                             + (f" (commit {later[0].sha[:10]})" if later else ""))
+                             + (f" (commit {commits[0].sha[:10]})" if (commits := later()) else ""))
         return plan
     if before is None:  # the ingest created the page
         if current == after:
             plan.action = "delete"
             plan.removed = [_short(c) for c in _claims(after).values()]
             return plan
-        plan.problems += _claim_problems(None, after, current, later, history)
+        plan.problems += _claim_problems(None, after, current, history)
         if not plan.problems:
             _uncreate(plan, after, current, source)
         return plan
-    plan.problems += _claim_problems(before, after, current, later, history)
+    plan.problems += _claim_problems(before, after, current, history)
     if plan.problems:
         return plan
     meta_b, _, body_b = _split(before)
@@ -363,10 +368,10 @@ def plan_page(page: str, before: str | None, after: str | None, current: str | N
 
 # -- the operation -------------------------------------------------------------------------
 
-def _history_finder(session: Operation, sha: str, path: str, later: list[CommitInfo]) -> Any:
+def _history_finder(session: Operation, sha: str, path: str, later: Callable[[], list[CommitInfo]]) -> Any:
     def find(cid: tuple[str, str, str, str], now: Claim | None) -> str:
         """The first later commit where the claim stopped being as the ingest left it."""
-        for commit in reversed(later):  # oldest first
+        for commit in reversed(later()):  # oldest first
             text = session.repo.show(commit.sha, path)
             found = _claims(text).get(cid)
             if found is None or (now is not None and found.status == now.status):
@@ -430,6 +435,8 @@ def _revert_with(session: Operation, ref: IngestRef, paths: list[str], own: str,
         page = path.removeprefix("wiki/").removesuffix(".md")
         before = repo.show(f"{sha}^", path)
         after = repo.show(sha, path)
+        if _sub_index(page, after or before or ""):
+            continue  # index.md's own pages (index-sources.md, …) are rebuilt with it, like index.md
         if page == own:
             own_current = session.read(page)
             continue
@@ -437,7 +444,7 @@ def _revert_with(session: Operation, ref: IngestRef, paths: list[str], own: str,
             generated.append(page)  # another source's "Related pages", a concept page: recomputed
             continue
         current = session.read(page)
-        later = repo.log(f"{sha}..HEAD", "--", path)
+        later = functools.cache(functools.partial(repo.log, f"{sha}..HEAD", "--", path))
         if page == "overview":
             # Its generated block is rendered again below; the rest (a model's additions) is
             # reverse-patched like any page.
@@ -460,7 +467,7 @@ def _revert_with(session: Operation, ref: IngestRef, paths: list[str], own: str,
     warnings += regenerated.notes
     deletes = [(p.page, p.current) for p in plans if p.action == "delete" and p.current is not None]
     if own and own_current is not None:
-        if person_touched(session, own):
+        if regen.person.touched(own):
             warnings.append(f"wiki/{own}.md was edited by a person since; kept (its source is reverted)")
         else:
             deletes.insert(0, (own, own_current))
@@ -504,15 +511,23 @@ def _revert_with(session: Operation, ref: IngestRef, paths: list[str], own: str,
     return RevertResult(ref, None, [*outcome.written], deleted, restored, removed, warnings)
 
 
+def _sub_index(name: str, text: str) -> bool:
+    """A page index.md moved a group to (``index-sources``): rebuilt with index.md."""
+    if "/" in name or not name.startswith(SUB_PREFIX):
+        return False
+    meta, _, _ = _split(text)
+    return meta is not None and meta.get("type") == "index"
+
+
 def _dangling_links(session: Operation, deleted: list[str]) -> list[str]:
     """Pages that still link to a page the revert removed (lint will flag them too)."""
     if not deleted:
         return []
     gone = {link_key(page): page for page in deleted}
     notes = []
-    for name, text in session.catalog.iter_bodies():
-        if name in deleted or name in ("index", "log"):
-            continue  # index.md is rebuilt without it; log.md is history
+    for name, text in bodies_mentioning(session, gone):  # a link to a page names its file
+        if name in deleted or name in ("index", "log") or _sub_index(name, text):
+            continue  # index.md and its pages (index-sources.md, …) are rebuilt without it; log.md is history
         keys = {link_key(link.target) for link in iter_links(text)}
         if keys & set(gone):  # the catalogue's copy may predate this operation's own edits
             keys = {link_key(link.target) for link in iter_links(session.read(name) or "")}

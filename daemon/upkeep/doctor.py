@@ -21,6 +21,7 @@ else is reported with what to do; nothing a person wrote is ever touched.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import shutil
@@ -39,7 +40,6 @@ from ..core.locks import vault_write_lock
 from ..core.opkinds import OpKind
 from ..core.sqlitedb import Schema, open_db
 from ..core.vault import Vault, VaultLock
-from ..ingest.concepts import OVERVIEW_END, OVERVIEW_START
 from ..intake.ledger import Ledger
 from ..intake.names import disk_name, disk_path, relative_name
 from ..intake.safeopen import hash_inside
@@ -55,9 +55,18 @@ log = logging.getLogger(__name__)
 STALE_SECONDS = 600.0
 # Lines too short or pure markup to say who wrote them ("---", "```", "- ").
 _MIN_LINE_CHARS = 3
-# Files with a block built by code ("edit outside this block"): the block's lines are not a person's.
-_BLOCK_MARKERS = {"wiki/index.md": Markers(INDEX_START, INDEX_END),
-                  "wiki/overview.md": Markers(OVERVIEW_START, OVERVIEW_END)}
+
+
+@functools.cache
+def _block_markers() -> dict[str, Markers]:
+    """Files with a block built by code ("edit outside this block"): the block's lines are not
+    a person's. Imported when first asked: the offline engine's module (overview.md's markers)
+    loads wordfreq, a quarter of a second doctor's incremental run does not otherwise need."""
+    from ..ingest.concepts import OVERVIEW_END, OVERVIEW_START
+
+    return {"wiki/index.md": Markers(INDEX_START, INDEX_END),
+            "wiki/overview.md": Markers(OVERVIEW_START, OVERVIEW_END)}
+
 # REVIEW.md is the inbox between daemon and person: handled proposals leave it by design.
 _PERSON_LINE_EXEMPT = ("REVIEW.md",)
 
@@ -595,7 +604,7 @@ class Doctor:
         """A line inside index.md's or overview.md's generated block (before this commit) is the
         code's, whoever committed the file last (a person's commit can carry a block a sync round
         had written): rebuilding the block removes no person's line."""
-        markers = _BLOCK_MARKERS.get(path)
+        markers = _block_markers().get(path)
         if markers is None or not parents:
             return False
         block = split_block(self.repo.show(parents[0], path) or "", markers).block
