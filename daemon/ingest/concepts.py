@@ -28,8 +28,9 @@ from ..wiki.sanitize import clean_line
 from ..wiki.writer import PageChange
 
 MAX_LINKS = 15  # concept and entity pages one source links to
-MAX_LISTED = 50  # "Mentioned in" lines on one page; the count line says how many in all
+MAX_LISTED = 50  # "Mentioned in" lines and ``sources`` on one page; the count line says how many in all
 MAX_RELATED = 8
+RELATED_WINDOW = 200  # newest sources of a term in which an ingest looks for related terms (bounded work)
 MAX_BACKFILL = 20  # earlier source pages given the link when a shared term gets its page
 OVERVIEW_START = "<!-- wikiwright:overview:start (kept by wikiwright from the wiki; edit outside this block) -->"
 OVERVIEW_END = "<!-- wikiwright:overview:end -->"
@@ -120,22 +121,28 @@ class ConceptKeeper:
         for term in terms:
             if len(result.links) >= MAX_LINKS:
                 break
-            mentions = [m for m in self.index.mentions(term.key)
-                        if m.source == source or self._source_exists(m.source)]
-            if len({m.source for m in mentions}) < 2:
+            # What a page needs, by key: this source's mention and how many sources mention the
+            # term; the earlier mentions only when the page is made (the first MAX_LISTED).
+            count = self.index.source_count(term.key)
+            if count < 2:
                 continue
             page = self.index.page_of(term.key)
             disk = self._read(page) if page else None
             if page and disk is None:
                 page = ""  # its page was removed (or never written): make it again
-            if not page and max(m.score for m in mentions) < 1.0:
-                continue  # no source says it in a whole sentence yet: nothing to quote as "What it is"
+            mine = self.index.mention(term.key, source)
+            mentions = [mine] if mine is not None else []
             if not page:
+                mentions = self._first_mentions(term.key, mine)
+                if len({m.source for m in mentions}) < 2:
+                    continue
+                if max(m.score for m in mentions) < 1.0:
+                    continue  # no source says it in a whole sentence yet: nothing to quote as "What it is"
                 page = self._page_for(term, taken)
                 disk = self._read(page)
                 self.index.set_page(term.key, page)
             taken.add(page)
-            change = self._update_page(page, disk, term, mentions, source, clean_title, today)
+            change = self._update_page(page, disk, term, mentions, count, source, clean_title, today)
             if change is None:
                 continue  # a page we may not change (unparsable): no link to a page that does not say it
             result.edits[page] = (disk, change.text)
@@ -158,6 +165,14 @@ class ConceptKeeper:
             result.links.append((entry.stem, entry.title))
         return result
 
+    def _first_mentions(self, key: str, mine: Mention | None) -> list[Mention]:
+        """The first MAX_LISTED mentions of ``key`` whose source pages exist, and this source's."""
+        found = [m for m in self.index.mentions(key, MAX_LISTED)
+                 if (mine is not None and m.source == mine.source) or self._source_exists(m.source)]
+        if mine is not None and all(m.source != mine.source for m in found):
+            found.append(mine)
+        return found
+
     # -- pages ------------------------------------------------------------------------------
 
     def _mention_line(self, mention: Mention, titles: dict[str, str]) -> str:
@@ -173,8 +188,8 @@ class ConceptKeeper:
                 titles[stem] = _link_label(entry.title)
         return titles
 
-    def _new_page(self, page: str, term: Term, mentions: list[Mention], source: str, source_title: str,
-                  today: date) -> str:
+    def _new_page(self, page: str, term: Term, mentions: list[Mention], count: int, source: str,
+                  source_title: str, today: date) -> str:
         best = max(mentions, key=lambda m: (m.score, m.source == source))
         titles = self._titles([m.source for m in mentions])
         titles[source] = source_title
@@ -185,10 +200,12 @@ class ConceptKeeper:
         body = [f"# {term.label}", "", "## What it is", "",
                 f"> {quote_safe(best.sentence)}", f"> — [[{best.source}]]", "",
                 f"## {MENTIONED}", ""]
-        body += [self._mention_line(m, titles) for m in mentions[:MAX_LISTED]]
-        if len(mentions) > MAX_LISTED:
-            body.append(f"- Mentioned by {len(mentions)} sources in all.")
-        related = [(k, p) for k, p, _ in self.index.related(term.key, MAX_RELATED) if p != page]
+        listed = mentions[:MAX_LISTED]
+        body += [self._mention_line(m, titles) for m in listed]
+        total = max(count, len(mentions))
+        if total > len(listed):
+            body.append(f"- Mentioned by {total} sources in all.")
+        related = [(k, p) for k, p, _ in self.index.related(term.key, MAX_RELATED, RELATED_WINDOW) if p != page]
         if related:
             body += ["", "## Related", ""]
             body += [self._related_line(k, p) for k, p in related]
@@ -196,7 +213,7 @@ class ConceptKeeper:
         meta = {
             "type": term.kind, "title": term.label,
             "summary": quote_safe(summary if len(summary) <= 200 else summary[:197].rstrip() + "…"),
-            "sources": [m.source for m in mentions], "updated": today, "tags": [term.kind],
+            "sources": [m.source for m in listed], "updated": today, "tags": [term.kind],
             "aliases": labels[:5],
         }
         return render_page(Page(meta, "\n".join(body) + "\n"))
@@ -205,10 +222,12 @@ class ConceptKeeper:
         label = self.index.label(key)
         return f"- [[{page}]]" if label.casefold() == page.casefold() else f"- [[{page}|{quote_safe(label)}]]"
 
-    def _update_page(self, page: str, disk: str | None, term: Term, mentions: list[Mention], source: str,
-                     source_title: str, today: date) -> PageChange | None:
+    def _update_page(self, page: str, disk: str | None, term: Term, mentions: list[Mention], count: int,
+                     source: str, source_title: str, today: date) -> PageChange | None:
+        """``mentions``: the first ones for a new page, else this source's (if any); ``count``:
+        how many sources mention the term in all."""
         if disk is None:
-            text = self._new_page(page, term, mentions, source, source_title, today)
+            text = self._new_page(page, term, mentions, count, source, source_title, today)
             return PageChange(page, text, base=None, reason=f"shared term: {term.label}")
         try:
             parsed = parse_page(disk)
@@ -231,14 +250,16 @@ class ConceptKeeper:
                 body = set_section(body, MENTIONED, "\n".join(lines) + "\n\n")
             else:
                 lines = [line for line in section.rstrip("\n").split("\n") if not line.startswith("- Mentioned by ")]
-                lines.append(f"- Mentioned by {len(mentions)} sources in all.")
+                lines.append(f"- Mentioned by {max(count, listed + 1)} sources in all.")
                 body = set_section(body, MENTIONED, "\n".join(lines) + "\n\n")
             changed = True
-        related = [(k, p) for k, p, _ in self.index.related(term.key, MAX_RELATED) if p != page]
         current = get_section(body, "Related") or ""
-        new_related = [self._related_line(k, p) for k, p in related
-                       if f"[[{p}]]" not in current and f"[[{p}|" not in current]
-        if new_related and len(re.findall(r"^- \[\[", current, re.MULTILINE)) < MAX_RELATED:
+        new_related: list[str] = []
+        if len(re.findall(r"^- \[\[", current, re.MULTILINE)) < MAX_RELATED:  # a full section asks nothing
+            related = [(k, p) for k, p, _ in self.index.related(term.key, MAX_RELATED, RELATED_WINDOW) if p != page]
+            new_related = [self._related_line(k, p) for k, p in related
+                           if f"[[{p}]]" not in current and f"[[{p}|" not in current]
+        if new_related:
             if current:
                 body = set_section(body, "Related", current.rstrip("\n") + "\n" + "\n".join(new_related) + "\n\n")
             else:
@@ -247,7 +268,9 @@ class ConceptKeeper:
         sources = meta.get("sources") or []
         if not isinstance(sources, list):
             sources = [sources]
-        if source not in sources:
+        # ``sources`` names the sources the page quotes (its first MAX_LISTED, like "Mentioned
+        # in"), so the front matter stops growing; the term index knows every one.
+        if mine is not None and source not in sources and len(sources) < MAX_LISTED:
             meta["sources"] = [*sources, source]
             changed = True
         upgraded = self._better_definition(body, term, mine, source, meta)
