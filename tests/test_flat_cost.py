@@ -200,7 +200,8 @@ def test_a_catalogue_from_before_flat_costs_is_rebuilt_and_resolves_links(servic
         assert catalog.resolve("SRC-HERON") == page
         assert [h.name for h in catalog.search("billing")].count(page) == 1
         # Reindexed in place: its full-text row replaced, not doubled.
-        (services.vault.wiki / f"{page}.md").write_text("---\ntitle: Project Heron\naliases: [Heron]\n---\n\nBilling.\n")
+        moved = "---\ntitle: Project Heron\naliases: [Heron]\n---\n\nBilling.\n"
+        (services.vault.wiki / f"{page}.md").write_text(moved)
         assert catalog.refresh([page]) == [page]
         assert catalog.resolve("heron") == page  # by alias
         assert [h.name for h in catalog.search("billing")].count(page) == 1
