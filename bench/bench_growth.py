@@ -113,7 +113,7 @@ def run_import(base: Path, sources: int, profile_from: int | None, window: int) 
     repo = GitRepo(vault.root, "wikiwright", "wikiwright@localhost")
     pipeline = Pipeline(Door(config, vault, ledger, catalog, repo))
     registrar = Registrar(vault, ledger, config.ingest.max_source_bytes, threading.Event())
-    phases: dict[str, list[float]] = {"plan": [], "door": []}
+    phases: dict[str, list[float]] = {"plan": [], "read": [], "plan_read": [], "door": []}
 
     def cpu_of(phase: str, func: Any) -> Any:
         def timed(*args: Any, **kwargs: Any) -> Any:
@@ -126,7 +126,9 @@ def run_import(base: Path, sources: int, profile_from: int | None, window: int) 
 
     # The offline engine's plan (term index, concept pages, overview) and the door's operation
     # (pages written, catalogue, index.md, log.md, commit), each source's CPU in this process.
-    pipeline.planner.plan = cpu_of("plan", pipeline.planner.plan)  # type: ignore[method-assign]
+    planner = pipeline.planner
+    for step in ("read", "plan_read") if hasattr(planner, "plan_read") else ("plan",):
+        setattr(planner, step, cpu_of(step, getattr(planner, step)))
     pipeline._apply = cpu_of("door", pipeline._apply)  # type: ignore[method-assign]
     rng = random.Random(24)
     cpu: list[float] = []
@@ -151,7 +153,8 @@ def run_import(base: Path, sources: int, profile_from: int | None, window: int) 
         wall.append(time.perf_counter() - w0)
         if result is None or result.state != "ingested":
             raise SystemExit(f"note {n} not ingested: {result}")
-    out: dict[str, Any] = {"cpu": cpu, "plan": phases["plan"], "door": phases["door"], "child": child, "wall": wall,
+    plan = [a + b for a, b in zip(phases["read"], phases["plan_read"], strict=True)] or phases["plan"]
+    out: dict[str, Any] = {"cpu": cpu, "plan": plan, "door": phases["door"], "child": child, "wall": wall,
                            "pages": len(list(vault.wiki.rglob("*.md")))}
     biggest = max(vault.wiki.glob("*.md"), key=lambda p: p.stat().st_size)
     out["largest_page"] = f"{biggest.name} {biggest.stat().st_size // 1024} KiB"

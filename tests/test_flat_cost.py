@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
+import threading
 from pathlib import Path
 
 import pytest
@@ -128,6 +129,32 @@ def test_a_concept_pages_front_matter_stops_at_the_sources_it_quotes(services: S
     terms: TermIndex = services.pipeline.planner.terms  # type: ignore[attr-defined]
     assert terms.source_count("valgrind") == 6
     assert [m.source for m in terms.mentions("valgrind")] == [f"src-v-{n}" for n in range(6)]
+
+
+def test_a_worker_reads_its_source_while_another_holds_the_planners_lock(services: Services) -> None:
+    """The offline planner's lock covers what sources share (term index, concept pages, the
+    commit); what a worker reads from its own source (redaction, summary, keyphrases) it reads
+    while another worker holds the lock."""
+    planner = services.pipeline.planner
+    read_done = threading.Event()
+    real_read = planner.read  # type: ignore[attr-defined]
+
+    def read(*args: object, **kwargs: object) -> object:
+        try:
+            return real_read(*args, **kwargs)
+        finally:
+            read_done.set()
+
+    planner.read = read  # type: ignore[attr-defined]
+    services.drop("a.md", note(1))
+    results: list[object] = []
+    worker = threading.Thread(target=lambda: results.append(services.pipeline.drain_once()))
+    with planner.serial:  # type: ignore[attr-defined]  # another worker planning and committing
+        worker.start()
+        assert read_done.wait(60), "the source was not read while the planner's lock was held"
+        assert not results  # nothing planned or committed under another worker's lock
+    worker.join(60)
+    assert [getattr(r, "state", r) for r in results] == ["ingested"]
 
 
 # The term index as release 1 of its schema wrote it (before issue 24).

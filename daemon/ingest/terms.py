@@ -268,21 +268,34 @@ def _main_headings(body: str) -> list[str]:
     return found
 
 
+def _term_prose(sentences: list[str]) -> tuple[list[str], str]:
+    """The sentences terms are read from, and their text: sentences in capitals are licence
+    disclaimers or banners, not prose that names things; a redacted secret's marker
+    ("[REDACTED:jwt]") names nothing either."""
+    sentences = [s for s in sentences if not _shouting(s)]
+    return sentences, REDACTED_RE.sub(" ", " ".join(sentences))
+
+
+def source_keyphrases(sentences: list[str]) -> list[str]:
+    """yake's keyphrases of a source's prose: the costly part of :func:`extract_terms`, and a
+    function of the source alone, so the planner computes it ahead, outside its lock."""
+    return _keyphrases(_term_prose(sentences)[1])
+
+
 def extract_terms(body: str, title: str, sentences: list[str], limit: int = MAX_TERMS,
-                  known: Callable[[list[str]], set[str]] | None = None, project: str = "") -> list[Term]:
+                  known: Callable[[list[str]], set[str]] | None = None, project: str = "",
+                  keyphrases: list[str] | None = None) -> list[Term]:
     """The source's candidate entities and concepts, most salient first.
 
     Only terms that occur in one of the main-content ``sentences`` are kept, with that sentence:
     a term page always quotes where each source mentions it. ``known``: which of these keys
     earlier sources already established as names (a capitalised word that only opens sentences
     here is still that name: "Memcheck reports were clean"). ``project``: the project the source
-    belongs to, a name even when it is a common word ("Click").
+    belongs to, a name even when it is a common word ("Click"). ``keyphrases``:
+    :func:`source_keyphrases` of these sentences, when computed already.
     """
     deferred: dict[str, tuple[str, str, float]] = {}
-    # Sentences in capitals are licence disclaimers or banners, not prose that names things; a
-    # redacted secret's marker ("[REDACTED:jwt]") names nothing either.
-    sentences = [s for s in sentences if not _shouting(s)]
-    prose = REDACTED_RE.sub(" ", " ".join(sentences))
+    sentences, prose = _term_prose(sentences)
     tokens = Counter(re.findall(r"[\w+#-]+", prose))
     folded_prose = prose.casefold()
     tails: dict[str, bool] = {}
@@ -339,7 +352,7 @@ def extract_terms(body: str, title: str, sentences: list[str], limit: int = MAX_
     for word in re.findall(_WORD, title):
         if word.casefold() not in _STOPWORDS and len(word) > 2:
             add(word, "entity" if word[:1].isupper() or re.search(r"\d", word) else "concept", 2.0, from_title=True)
-    for rank, phrase in enumerate(_keyphrases(prose)):
+    for rank, phrase in enumerate(keyphrases if keyphrases is not None else _keyphrases(prose)):
         if _good_keyphrase(phrase):
             add(phrase, "concept" if phrase.islower() else "entity", 2.0 - rank * 0.05)
 
@@ -576,10 +589,11 @@ class TermIndex:
 
         ``recent``: count only among the newest ``recent`` sources mentioning ``key`` (an ingest's
         question, answered in bounded time however many sources mention it); None: among all."""
-        if recent is None:
-            mine, args = "SELECT source FROM mentions WHERE key=?", [key]
-        else:
-            mine, args = "SELECT source FROM mentions WHERE key=? ORDER BY seq DESC LIMIT ?", [key, recent]
+        args: list[object] = [key]
+        mine = "SELECT source FROM mentions WHERE key=?"
+        if recent is not None:
+            mine += " ORDER BY seq DESC LIMIT ?"
+            args.append(recent)
         with self._lock:
             rows = self._db.execute(
                 f"SELECT other.key, t.page, count(*) AS shared FROM ({mine}) AS mine "
