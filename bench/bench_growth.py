@@ -3,7 +3,8 @@
     .venv/bin/python bench/bench_growth.py                       # 1,000 sources, this tree
     .venv/bin/python bench/bench_growth.py --compare main        # and main's code, same notes, same run
     .venv/bin/python bench/bench_growth.py --sources 300 --window 50   # quick
-    .venv/bin/python bench/bench_growth.py --profile 900         # cProfile sources 900..999, top functions
+    .venv/bin/python bench/bench_growth.py --profile 0 900       # cProfile sources 1-100 and 901-1,000
+    .venv/bin/python bench/bench_growth.py --profile 0 900 --profile-plan   # the planner's steps only
 
 Generated notes sharing a vocabulary (a pool of names, a few in almost every note, most in
 some), so concept and entity pages gain a citing source with nearly every ingest, as in a real
@@ -94,7 +95,8 @@ def children_cpu() -> float:
     return t.children_user + t.children_system
 
 
-def run_import(base: Path, sources: int, profile_from: int | None, window: int) -> dict[str, Any]:
+def run_import(base: Path, sources: int, window: int, profile_at: list[int],
+               plan_only: bool = False) -> dict[str, Any]:
     """Ingest ``sources`` notes into a fresh vault; per-source CPU and wall seconds."""
     from wikiwright.core.config import load_config
     from wikiwright.door import Door
@@ -114,14 +116,22 @@ def run_import(base: Path, sources: int, profile_from: int | None, window: int) 
     pipeline = Pipeline(Door(config, vault, ledger, catalog, repo))
     registrar = Registrar(vault, ledger, config.ingest.max_source_bytes, threading.Event())
     phases: dict[str, list[float]] = {"plan": [], "read": [], "plan_read": [], "door": []}
+    # cProfile of each window asked for (the whole ingest, or only the planner's steps).
+    profilers = {start: cProfile.Profile() for start in profile_at}
+    active: list[cProfile.Profile] = []
 
     def cpu_of(phase: str, func: Any) -> Any:
         def timed(*args: Any, **kwargs: Any) -> Any:
+            profile = plan_only and phase != "door" and bool(active)
+            if profile:
+                active[0].enable()
             started = time.process_time()
             try:
                 return func(*args, **kwargs)
             finally:
                 phases[phase].append(time.process_time() - started)
+                if profile:
+                    active[0].disable()
         return timed
 
     # The offline engine's plan (term index, concept pages, overview) and the door's operation
@@ -134,20 +144,17 @@ def run_import(base: Path, sources: int, profile_from: int | None, window: int) 
     cpu: list[float] = []
     child: list[float] = []
     wall: list[float] = []
-    profiler = cProfile.Profile() if profile_from is not None else None
     for n in range(sources):
         path = vault.raw / f"note-{n:04d}.md"
         path.write_text(note(n, rng))
-        profiling = profiler is not None and profile_from is not None and profile_from <= n < profile_from + window
+        active[:] = [p for start, p in profilers.items() if start <= n < start + window]
         c0, k0, w0 = time.process_time(), children_cpu(), time.perf_counter()
-        if profiling:
-            assert profiler is not None
-            profiler.enable()
+        if active and not plan_only:
+            active[0].enable()
         registrar.register(path)
         result = pipeline.drain_once()
-        if profiling:
-            assert profiler is not None
-            profiler.disable()
+        if active and not plan_only:
+            active[0].disable()
         cpu.append(time.process_time() - c0)
         child.append(children_cpu() - k0)
         wall.append(time.perf_counter() - w0)
@@ -158,10 +165,11 @@ def run_import(base: Path, sources: int, profile_from: int | None, window: int) 
                            "pages": len(list(vault.wiki.rglob("*.md")))}
     biggest = max(vault.wiki.glob("*.md"), key=lambda p: p.stat().st_size)
     out["largest_page"] = f"{biggest.name} {biggest.stat().st_size // 1024} KiB"
-    if profiler is not None:
+    out["profiles"] = {}
+    for start, profiler in profilers.items():
         text = io.StringIO()
-        pstats.Stats(profiler, stream=text).sort_stats("cumulative").print_stats(45)
-        out["profile"] = text.getvalue()
+        pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(40)
+        out["profiles"][str(start)] = text.getvalue()
     ledger.close()
     catalog.close()
     return out
@@ -185,8 +193,8 @@ def one_side(base: Path, args: argparse.Namespace, code: Path | None) -> dict[st
                "--window", str(args.window)]
     if code is not None:
         command += ["--code", str(code)]
-    if args.profile is not None and code is None:
-        command += ["--profile", str(args.profile)]
+    if args.profile and code is None:
+        command += ["--profile", *map(str, args.profile)] + (["--profile-plan"] if args.profile_plan else [])
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     line = next((x for x in done.stdout.splitlines() if x.startswith("{")), "")
     if done.returncode or not line:
@@ -203,7 +211,9 @@ def main() -> int:
     parser.add_argument("--sources", type=int, default=1000)
     parser.add_argument("--window", type=int, default=100, help="sources in the first and the last window")
     parser.add_argument("--compare", metavar="REF", help="also run REF's code (e.g. main) on the same notes")
-    parser.add_argument("--profile", type=int, metavar="N", help="cProfile sources N..N+window of this tree")
+    parser.add_argument("--profile", type=int, nargs="+", default=[], metavar="N",
+                        help="cProfile sources N+1..N+window of this tree (several windows: several N)")
+    parser.add_argument("--profile-plan", action="store_true", help="profile only the planner's steps")
     parser.add_argument("--keep", action="store_true", help="keep the vaults")
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)  # one import, JSON on stdout
     parser.add_argument("--code", type=Path, help=argparse.SUPPRESS)  # import wikiwright from here
@@ -211,7 +221,7 @@ def main() -> int:
     if args.child is not None:
         sys.path.insert(0, str(args.code or ROOT))
         isolate(args.child)
-        print(json.dumps(run_import(args.child, args.sources, args.profile, args.window)))
+        print(json.dumps(run_import(args.child, args.sources, args.window, args.profile, args.profile_plan)))
         return 0
     base = Path(tempfile.mkdtemp(prefix="ww-growth-"))
     try:
@@ -242,9 +252,10 @@ def main() -> int:
             a, b = window_mean(ref["cpu"], last, args.window), window_mean(this["cpu"], last, args.window)
             print(f"\nCPU per source at the last window, this tree / {sides[0][0]}: {b / a:.2f}")
         for label, data in sides:
-            if data.get("profile"):
-                print(f"\ncProfile of {label}, sources {args.profile}..{args.profile + args.window - 1}:\n")
-                print(data["profile"])
+            for start, profile in data.get("profiles", {}).items():
+                what = "the planner's steps" if args.profile_plan else "the whole ingest"
+                print(f"\ncProfile of {label}, {what}, sources {int(start) + 1}-{int(start) + args.window}:\n")
+                print(profile)
     finally:
         if args.keep:
             print(f"kept {base}")
