@@ -35,7 +35,7 @@ from ..intake.ledger import FileRecord, Ledger
 from ..intake.names import disk_path, shown_name
 from ..intake.safeopen import read_inside
 from ..wiki.catalog import Catalog
-from ..wiki.pages import slugify, unique_name
+from ..wiki.pages import slugify
 from ..wiki.reviewfile import Proposal
 from ..wiki.sanitize import clean_line, file_name_text
 from ..wiki.writer import PageChange
@@ -130,8 +130,17 @@ def source_page_name(ledger: Ledger, vault: Vault, source_path: str) -> str:
     stem = Path(shown).stem or Path(shown).name
 
     def make(taken: list[str]) -> str:
-        existing = [f"sources/{p.stem}" for p in vault.sources_dir.glob("*.md")]
-        return unique_name(f"sources/src-{slugify(stem)}", [*taken, *existing])
+        # Candidates in turn (``-2``, ``-3``…) against the bindings and the files there, one
+        # file looked up per candidate rather than the folder listed: a bulk import's cost
+        # does not grow with its sources.
+        base = f"sources/src-{slugify(stem)}"
+        used = {name.casefold() for name in taken}
+        n = 1
+        while True:
+            candidate = base if n == 1 else f"{base}-{n}"
+            if candidate.casefold() not in used and not (vault.wiki / f"{candidate}.md").exists():
+                return candidate
+            n += 1
 
     return ledger.bind_page(source_path, make)
 
