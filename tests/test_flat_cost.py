@@ -116,7 +116,8 @@ def test_the_plan_check_sees_a_full_scan() -> None:
 
 def test_a_concept_pages_front_matter_stops_at_the_sources_it_quotes(services: Services,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(concepts, "MAX_LISTED", 3)
+    monkeypatch.setattr(concepts, "MAX_LISTED", 4)
+    monkeypatch.setattr(concepts, "MAX_FRONT_SOURCES", 3)
     for n in range(6):
         services.drop(f"v-{n}.md", f"# Leak hunt {n}\n\nValgrind is a tool that finds leaks in service {n}. "
                                    f"We ran Valgrind on the hunt {n} for a morning.\n")
@@ -124,7 +125,7 @@ def test_a_concept_pages_front_matter_stops_at_the_sources_it_quotes(services: S
     page = parse_page((services.vault.wiki / "valgrind.md").read_text())
     assert page.meta["sources"] == ["src-v-0", "src-v-1", "src-v-2"]
     mentioned = page.body.split("## Mentioned in", 1)[1]
-    assert len(re.findall(r"^- \[\[src-v-", mentioned, re.MULTILINE)) == 3
+    assert len(re.findall(r"^- \[\[src-v-", mentioned, re.MULTILINE)) == 4
     assert "- Mentioned by 6 sources in all." in mentioned
     terms: TermIndex = services.pipeline.planner.terms  # type: ignore[attr-defined]
     assert terms.source_count("valgrind") == 6

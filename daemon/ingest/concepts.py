@@ -28,7 +28,11 @@ from ..wiki.sanitize import clean_line
 from ..wiki.writer import PageChange
 
 MAX_LINKS = 15  # concept and entity pages one source links to
-MAX_LISTED = 50  # "Mentioned in" lines and ``sources`` on one page; the count line says how many in all
+MAX_LISTED = 50  # "Mentioned in" lines on one page; the count line says how many in all
+# Stems in a page's ``sources``: its first citing sources (each quoted under "Mentioned in"). The
+# front matter is parsed and written again with every citing source, so it must not grow with
+# them; the term index (terms.db) knows every one.
+MAX_FRONT_SOURCES = 10
 MAX_RELATED = 8
 RELATED_WINDOW = 200  # newest sources of a term in which an ingest looks for related terms (bounded work)
 MAX_BACKFILL = 20  # earlier source pages given the link when a shared term gets its page
@@ -213,7 +217,7 @@ class ConceptKeeper:
         meta = {
             "type": term.kind, "title": term.label,
             "summary": quote_safe(summary if len(summary) <= 200 else summary[:197].rstrip() + "…"),
-            "sources": [m.source for m in listed], "updated": today, "tags": [term.kind],
+            "sources": [m.source for m in listed[:MAX_FRONT_SOURCES]], "updated": today, "tags": [term.kind],
             "aliases": labels[:5],
         }
         return render_page(Page(meta, "\n".join(body) + "\n"))
@@ -268,9 +272,7 @@ class ConceptKeeper:
         sources = meta.get("sources") or []
         if not isinstance(sources, list):
             sources = [sources]
-        # ``sources`` names the sources the page quotes (its first MAX_LISTED, like "Mentioned
-        # in"), so the front matter stops growing; the term index knows every one.
-        if mine is not None and source not in sources and len(sources) < MAX_LISTED:
+        if mine is not None and source not in sources and len(sources) < MAX_FRONT_SOURCES:
             meta["sources"] = [*sources, source]
             changed = True
         upgraded = self._better_definition(body, term, mine, source, meta)
