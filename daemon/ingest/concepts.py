@@ -5,10 +5,11 @@ what it is (the best defining sentence, quoted, with its source; replaced when a
 defines it better and the section is still the engine's own quote), which sources mention it
 and the sentence where each does, and the related terms that share sources with it. Every
 change is a :class:`PageChange` computed from the page as it is on disk (its base, for
-compare-and-swap): a new source adds its line, its source to ``sources`` and any new related
-term; nothing else already on a page is rewritten, so a person's edits and a model's later
-additions stay. overview.md's "main ones" are ranked by sources × specificity (wordfreq).
-Pages carry the same front matter as
+compare-and-swap): a new source adds its line (the first MAX_LISTED; then the count line), its
+source to ``sources`` (the first MAX_FRONT_SOURCES) and any new related term, so a page and the
+work of keeping it stop growing however many sources cite it; nothing else already on a page
+is rewritten, so a person's edits and a model's later additions stay. overview.md's "main
+ones" are ranked by sources × specificity (wordfreq). Pages carry the same front matter as
 model-written pages (``type``, ``title``, ``summary``, ``sources`` as source page stems,
 ``updated``, ``tags``, ``aliases``), so a model configured later continues them.
 """
