@@ -314,16 +314,27 @@ class Run:
         self.registrar = Registrar(self.vault, self.ledger, self.config.ingest.max_source_bytes, threading.Event())
         self.planner = self.pipeline.planner
         self.plan_seconds: list[float] = []
-        original = self.planner.plan
+        self._read_seconds = 0.0
 
-        def timed(*args: Any, **kwargs: Any) -> Any:
-            started = time.perf_counter()
-            try:
-                return original(*args, **kwargs)
-            finally:
-                self.plan_seconds.append(time.perf_counter() - started)
+        def timer(original: Any, finishes: bool) -> Any:
+            def timed(*args: Any, **kwargs: Any) -> Any:
+                started = time.perf_counter()
+                try:
+                    return original(*args, **kwargs)
+                finally:
+                    self._read_seconds += time.perf_counter() - started
+                    if finishes:
+                        self.plan_seconds.append(self._read_seconds)
+                        self._read_seconds = 0.0
+            return timed
 
-        self.planner.plan = timed  # type: ignore[method-assign]
+        # The planner's work per source: plan(), or read() + plan_read() where the pipeline calls
+        # those (the part read outside the planner's lock, then the rest).
+        if hasattr(self.planner, "plan_read"):
+            self.planner.read = timer(self.planner.read, False)
+            self.planner.plan_read = timer(self.planner.plan_read, True)
+        else:
+            self.planner.plan = timer(self.planner.plan, True)  # type: ignore[method-assign]
 
     def ingest(self, folder: Path, names: list[str]) -> list[float]:
         """Drop each file and ingest it at once; seconds per source (read + plan + write + commit)."""

@@ -5,10 +5,11 @@ what it is (the best defining sentence, quoted, with its source; replaced when a
 defines it better and the section is still the engine's own quote), which sources mention it
 and the sentence where each does, and the related terms that share sources with it. Every
 change is a :class:`PageChange` computed from the page as it is on disk (its base, for
-compare-and-swap): a new source adds its line, its source to ``sources`` and any new related
-term; nothing else already on a page is rewritten, so a person's edits and a model's later
-additions stay. overview.md's "main ones" are ranked by sources × specificity (wordfreq).
-Pages carry the same front matter as
+compare-and-swap): a new source adds its line (the first MAX_LISTED; then the count line), its
+source to ``sources`` (the first MAX_FRONT_SOURCES) and any new related term, so a page and the
+work of keeping it stop growing however many sources cite it; nothing else already on a page
+is rewritten, so a person's edits and a model's later additions stay. overview.md's "main
+ones" are ranked by sources × specificity (wordfreq). Pages carry the same front matter as
 model-written pages (``type``, ``title``, ``summary``, ``sources`` as source page stems,
 ``updated``, ``tags``, ``aliases``), so a model configured later continues them.
 """
@@ -29,7 +30,12 @@ from ..wiki.writer import PageChange
 
 MAX_LINKS = 15  # concept and entity pages one source links to
 MAX_LISTED = 50  # "Mentioned in" lines on one page; the count line says how many in all
+# Stems in a page's ``sources``: its first citing sources (each quoted under "Mentioned in"). The
+# front matter is parsed and written again with every citing source, so it must not grow with
+# them; the term index (terms.db) knows every one.
+MAX_FRONT_SOURCES = 10
 MAX_RELATED = 8
+RELATED_WINDOW = 200  # newest sources of a term in which an ingest looks for related terms (bounded work)
 MAX_BACKFILL = 20  # earlier source pages given the link when a shared term gets its page
 OVERVIEW_START = "<!-- wikiwright:overview:start (kept by wikiwright from the wiki; edit outside this block) -->"
 OVERVIEW_END = "<!-- wikiwright:overview:end -->"
@@ -120,22 +126,28 @@ class ConceptKeeper:
         for term in terms:
             if len(result.links) >= MAX_LINKS:
                 break
-            mentions = [m for m in self.index.mentions(term.key)
-                        if m.source == source or self._source_exists(m.source)]
-            if len({m.source for m in mentions}) < 2:
+            # What a page needs, by key: this source's mention and how many sources mention the
+            # term; the earlier mentions only when the page is made (the first MAX_LISTED).
+            count = self.index.source_count(term.key)
+            if count < 2:
                 continue
             page = self.index.page_of(term.key)
             disk = self._read(page) if page else None
             if page and disk is None:
                 page = ""  # its page was removed (or never written): make it again
-            if not page and max(m.score for m in mentions) < 1.0:
-                continue  # no source says it in a whole sentence yet: nothing to quote as "What it is"
+            mine = self.index.mention(term.key, source)
+            mentions = [mine] if mine is not None else []
             if not page:
+                mentions = self._first_mentions(term.key, mine)
+                if len({m.source for m in mentions}) < 2:
+                    continue
+                if max(m.score for m in mentions) < 1.0:
+                    continue  # no source says it in a whole sentence yet: nothing to quote as "What it is"
                 page = self._page_for(term, taken)
                 disk = self._read(page)
                 self.index.set_page(term.key, page)
             taken.add(page)
-            change = self._update_page(page, disk, term, mentions, source, clean_title, today)
+            change = self._update_page(page, disk, term, mentions, count, source, clean_title, today)
             if change is None:
                 continue  # a page we may not change (unparsable): no link to a page that does not say it
             result.edits[page] = (disk, change.text)
@@ -158,6 +170,14 @@ class ConceptKeeper:
             result.links.append((entry.stem, entry.title))
         return result
 
+    def _first_mentions(self, key: str, mine: Mention | None) -> list[Mention]:
+        """The first MAX_LISTED mentions of ``key`` whose source pages exist, and this source's."""
+        found = [m for m in self.index.mentions(key, MAX_LISTED)
+                 if (mine is not None and m.source == mine.source) or self._source_exists(m.source)]
+        if mine is not None and all(m.source != mine.source for m in found):
+            found.append(mine)
+        return found
+
     # -- pages ------------------------------------------------------------------------------
 
     def _mention_line(self, mention: Mention, titles: dict[str, str]) -> str:
@@ -173,8 +193,8 @@ class ConceptKeeper:
                 titles[stem] = _link_label(entry.title)
         return titles
 
-    def _new_page(self, page: str, term: Term, mentions: list[Mention], source: str, source_title: str,
-                  today: date) -> str:
+    def _new_page(self, page: str, term: Term, mentions: list[Mention], count: int, source: str,
+                  source_title: str, today: date) -> str:
         best = max(mentions, key=lambda m: (m.score, m.source == source))
         titles = self._titles([m.source for m in mentions])
         titles[source] = source_title
@@ -185,10 +205,12 @@ class ConceptKeeper:
         body = [f"# {term.label}", "", "## What it is", "",
                 f"> {quote_safe(best.sentence)}", f"> — [[{best.source}]]", "",
                 f"## {MENTIONED}", ""]
-        body += [self._mention_line(m, titles) for m in mentions[:MAX_LISTED]]
-        if len(mentions) > MAX_LISTED:
-            body.append(f"- Mentioned by {len(mentions)} sources in all.")
-        related = [(k, p) for k, p, _ in self.index.related(term.key, MAX_RELATED) if p != page]
+        listed = mentions[:MAX_LISTED]
+        body += [self._mention_line(m, titles) for m in listed]
+        total = max(count, len(mentions))
+        if total > len(listed):
+            body.append(f"- Mentioned by {total} sources in all.")
+        related = [(k, p) for k, p, _ in self.index.related(term.key, MAX_RELATED, RELATED_WINDOW) if p != page]
         if related:
             body += ["", "## Related", ""]
             body += [self._related_line(k, p) for k, p in related]
@@ -196,7 +218,7 @@ class ConceptKeeper:
         meta = {
             "type": term.kind, "title": term.label,
             "summary": quote_safe(summary if len(summary) <= 200 else summary[:197].rstrip() + "…"),
-            "sources": [m.source for m in mentions], "updated": today, "tags": [term.kind],
+            "sources": [m.source for m in listed[:MAX_FRONT_SOURCES]], "updated": today, "tags": [term.kind],
             "aliases": labels[:5],
         }
         return render_page(Page(meta, "\n".join(body) + "\n"))
@@ -205,10 +227,12 @@ class ConceptKeeper:
         label = self.index.label(key)
         return f"- [[{page}]]" if label.casefold() == page.casefold() else f"- [[{page}|{quote_safe(label)}]]"
 
-    def _update_page(self, page: str, disk: str | None, term: Term, mentions: list[Mention], source: str,
-                     source_title: str, today: date) -> PageChange | None:
+    def _update_page(self, page: str, disk: str | None, term: Term, mentions: list[Mention], count: int,
+                     source: str, source_title: str, today: date) -> PageChange | None:
+        """``mentions``: the first ones for a new page, else this source's (if any); ``count``:
+        how many sources mention the term in all."""
         if disk is None:
-            text = self._new_page(page, term, mentions, source, source_title, today)
+            text = self._new_page(page, term, mentions, count, source, source_title, today)
             return PageChange(page, text, base=None, reason=f"shared term: {term.label}")
         try:
             parsed = parse_page(disk)
@@ -231,14 +255,16 @@ class ConceptKeeper:
                 body = set_section(body, MENTIONED, "\n".join(lines) + "\n\n")
             else:
                 lines = [line for line in section.rstrip("\n").split("\n") if not line.startswith("- Mentioned by ")]
-                lines.append(f"- Mentioned by {len(mentions)} sources in all.")
+                lines.append(f"- Mentioned by {max(count, listed + 1)} sources in all.")
                 body = set_section(body, MENTIONED, "\n".join(lines) + "\n\n")
             changed = True
-        related = [(k, p) for k, p, _ in self.index.related(term.key, MAX_RELATED) if p != page]
         current = get_section(body, "Related") or ""
-        new_related = [self._related_line(k, p) for k, p in related
-                       if f"[[{p}]]" not in current and f"[[{p}|" not in current]
-        if new_related and len(re.findall(r"^- \[\[", current, re.MULTILINE)) < MAX_RELATED:
+        new_related: list[str] = []
+        if len(re.findall(r"^- \[\[", current, re.MULTILINE)) < MAX_RELATED:  # a full section asks nothing
+            related = [(k, p) for k, p, _ in self.index.related(term.key, MAX_RELATED, RELATED_WINDOW) if p != page]
+            new_related = [self._related_line(k, p) for k, p in related
+                           if f"[[{p}]]" not in current and f"[[{p}|" not in current]
+        if new_related:
             if current:
                 body = set_section(body, "Related", current.rstrip("\n") + "\n" + "\n".join(new_related) + "\n\n")
             else:
@@ -247,7 +273,7 @@ class ConceptKeeper:
         sources = meta.get("sources") or []
         if not isinstance(sources, list):
             sources = [sources]
-        if source not in sources:
+        if mine is not None and source not in sources and len(sources) < MAX_FRONT_SOURCES:
             meta["sources"] = [*sources, source]
             changed = True
         upgraded = self._better_definition(body, term, mine, source, meta)

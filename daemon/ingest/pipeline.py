@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date
-from typing import Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from ..core.errors import (
     BudgetExceeded,
@@ -58,6 +58,15 @@ class Planner(Protocol):
     engine: str
 
     def plan(self, record: FileRecord, source: SourceText, data: bytes, today: date) -> IngestPlan: ...
+
+
+@runtime_checkable
+class ReadsAhead(Protocol):
+    """A planner whose work on the source alone (:meth:`read`) runs outside its ``serial`` lock."""
+
+    def read(self, record: FileRecord, source: SourceText, data: bytes) -> Any: ...
+
+    def plan_read(self, record: FileRecord, reading: Any, today: date) -> IngestPlan: ...
 
 
 @dataclass(frozen=True)
@@ -164,9 +173,15 @@ class Pipeline:
             self.ledger.release(record, reason, delay)
             return JobResult(record.path, "pending", reason)
         # A planner whose pages other sources share (the offline engine's concept pages) plans
-        # and writes one source at a time, so two workers never build on the same old page.
-        with getattr(self.planner, "serial", None) or contextlib.nullcontext():
-            plan = self.planner.plan(record, source, data, self.clock())
+        # and writes one source at a time, so two workers never build on the same old page;
+        # what it reads from the source alone (summary, keyphrases) it reads first, in parallel.
+        planner = self.planner
+        reading = planner.read(record, source, data) if isinstance(planner, ReadsAhead) else None
+        with getattr(planner, "serial", None) or contextlib.nullcontext():
+            if isinstance(planner, ReadsAhead):
+                plan = planner.plan_read(record, reading, self.clock())
+            else:
+                plan = planner.plan(record, source, data, self.clock())
             if self.stop.is_set():
                 self.ledger.release(record, "abandoned at shutdown; resumes on the next start", 0)
                 return JobResult(record.path, "pending", "abandoned at shutdown")

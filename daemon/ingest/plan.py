@@ -20,14 +20,22 @@ from ..core.fsutil import sha256_bytes
 from ..core.secrets import scan
 from ..core.vault import Vault
 from ..ingest.concepts import ConceptKeeper
-from ..ingest.offline import ENGINE_NAME, digest, humanize_file_name, project_of, qualify_title, render_source_page
-from ..ingest.terms import extract_terms, open_term_index
+from ..ingest.offline import (
+    ENGINE_NAME,
+    SourceDigest,
+    digest,
+    humanize_file_name,
+    project_of,
+    qualify_title,
+    render_source_page,
+)
+from ..ingest.terms import extract_terms, open_term_index, source_keyphrases
 from ..intake.extract import Limits, SourceText, extract_source
 from ..intake.ledger import FileRecord, Ledger
 from ..intake.names import disk_path, shown_name
 from ..intake.safeopen import read_inside
 from ..wiki.catalog import Catalog
-from ..wiki.pages import slugify, unique_name
+from ..wiki.pages import slugify
 from ..wiki.reviewfile import Proposal
 from ..wiki.sanitize import clean_line, file_name_text
 from ..wiki.writer import PageChange
@@ -122,15 +130,43 @@ def source_page_name(ledger: Ledger, vault: Vault, source_path: str) -> str:
     stem = Path(shown).stem or Path(shown).name
 
     def make(taken: list[str]) -> str:
-        existing = [f"sources/{p.stem}" for p in vault.sources_dir.glob("*.md")]
-        return unique_name(f"sources/src-{slugify(stem)}", [*taken, *existing])
+        # Candidates in turn (``-2``, ``-3``…) against the bindings and the files there, one
+        # file looked up per candidate rather than the folder listed: a bulk import's cost
+        # does not grow with its sources.
+        base = f"sources/src-{slugify(stem)}"
+        used = {name.casefold() for name in taken}
+        n = 1
+        while True:
+            candidate = base if n == 1 else f"{base}-{n}"
+            if candidate.casefold() not in used and not (vault.wiki / f"{candidate}.md").exists():
+                return candidate
+            n += 1
 
     return ledger.bind_page(source_path, make)
 
 
+@dataclass(frozen=True)
+class SourceReading:
+    """What the offline engine reads from one source by itself: its text with secrets redacted,
+    its summary and sentences, its keyphrases. Nothing another source or a page changes goes
+    into it, so it is read outside the planner's lock (:meth:`OfflinePlanner.read`)."""
+
+    source: SourceText
+    secrets: list[str]
+    summary: SourceDigest
+    keyphrases: list[str]
+    size: int
+
+
 class OfflinePlanner:
     """Plans an ingest with no model: the source page, the concept and entity pages it shares
-    with other sources (ingest/concepts.py), and overview.md's generated block."""
+    with other sources (ingest/concepts.py), and overview.md's generated block.
+
+    In two steps: :meth:`read` (the source alone: redaction, summary, keyphrases; most of the
+    planner's own work) runs in parallel on the workers; :meth:`plan_read` (the title against
+    the other sources', the term index, concept pages, overview.md) runs under :attr:`serial`
+    with the commit, one source at a time, so no change is computed from a stale page or index.
+    """
 
     engine = ENGINE_NAME
 
@@ -141,30 +177,40 @@ class OfflinePlanner:
         self.catalog = catalog
         self.terms = open_term_index(vault.state)
         self.concepts = ConceptKeeper(vault, catalog, self.terms)
-        # Concept pages and overview.md are shared by sources: the pipeline plans and writes
-        # one source at a time through this lock, so no change is computed from a stale page.
+        # Concept pages, overview.md and the term index are shared by sources: the pipeline
+        # runs plan_read and the commit one source at a time through this lock, so no change is
+        # computed from a stale page; read() needs no lock (several workers read at once).
         self.serial = threading.Lock()
 
     def plan(self, record: FileRecord, source: SourceText, data: bytes, today: date) -> IngestPlan:
+        return self.plan_read(record, self.read(record, source, data), today)
+
+    def read(self, record: FileRecord, source: SourceText, data: bytes) -> SourceReading:
+        """The part of planning that depends on the source alone (no lock needed)."""
         source, secrets = redact_source(self.config, source, self.ledger, record.path)
+        summary = digest(
+            source.text, source.kind, source.doc_title, file_name_text(humanize_file_name(shown_name(record.path))),
+            self.config.ingest.summary_sentences, self.config.ingest.key_points,
+        )
+        return SourceReading(source, secrets, summary, source_keyphrases(summary.sentences), len(data))
+
+    def plan_read(self, record: FileRecord, reading: SourceReading, today: date) -> IngestPlan:
+        """The plan from a source already read: call under :attr:`serial` (shared pages and index)."""
+        source, secrets, summary = reading.source, reading.secrets, reading.summary
         page = source_page_name(self.ledger, self.vault, record.path)
         stem = page.rsplit("/", 1)[-1]
         shown = shown_name(record.path)
-        summary = digest(
-            source.text, source.kind, source.doc_title, file_name_text(humanize_file_name(shown)),
-            self.config.ingest.summary_sentences, self.config.ingest.key_points,
-        )
         # No two source pages share a title: a generic or taken one gets its project (issue 18).
         title = qualify_title(clean_line(summary.title).text or "untitled", record.path,
                               lambda candidate: self.terms.title_taken(candidate, stem))
         summary = dataclasses.replace(summary, title=title)
         terms = extract_terms(summary.body, summary.title, summary.sentences, known=self.terms.known,
-                              project=project_of(record.path))
+                              project=project_of(record.path), keyphrases=reading.keyphrases)
         mentioned = self.catalog.mentioned_pages(summary.body, exclude={page})[:40]
         shared = self.concepts.plan(stem, title, terms, summary.sentences, today, mentioned)
         text = render_source_page(
             digest_=summary, source_path=shown, sha256=record.sha256, encoding=source.encoding,
-            kind=source.kind, links=shared.links, today=today, size=len(data),
+            kind=source.kind, links=shared.links, today=today, size=reading.size,
             allow_remote_images=self.config.pages.allow_remote_images, secrets=secrets,
         )
         changes = [PageChange(page, text, reason="source page"), *shared.changes]

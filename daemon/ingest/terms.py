@@ -268,21 +268,34 @@ def _main_headings(body: str) -> list[str]:
     return found
 
 
+def _term_prose(sentences: list[str]) -> tuple[list[str], str]:
+    """The sentences terms are read from, and their text: sentences in capitals are licence
+    disclaimers or banners, not prose that names things; a redacted secret's marker
+    ("[REDACTED:jwt]") names nothing either."""
+    sentences = [s for s in sentences if not _shouting(s)]
+    return sentences, REDACTED_RE.sub(" ", " ".join(sentences))
+
+
+def source_keyphrases(sentences: list[str]) -> list[str]:
+    """yake's keyphrases of a source's prose: the costly part of :func:`extract_terms`, and a
+    function of the source alone, so the planner computes it ahead, outside its lock."""
+    return _keyphrases(_term_prose(sentences)[1])
+
+
 def extract_terms(body: str, title: str, sentences: list[str], limit: int = MAX_TERMS,
-                  known: Callable[[list[str]], set[str]] | None = None, project: str = "") -> list[Term]:
+                  known: Callable[[list[str]], set[str]] | None = None, project: str = "",
+                  keyphrases: list[str] | None = None) -> list[Term]:
     """The source's candidate entities and concepts, most salient first.
 
     Only terms that occur in one of the main-content ``sentences`` are kept, with that sentence:
     a term page always quotes where each source mentions it. ``known``: which of these keys
     earlier sources already established as names (a capitalised word that only opens sentences
     here is still that name: "Memcheck reports were clean"). ``project``: the project the source
-    belongs to, a name even when it is a common word ("Click").
+    belongs to, a name even when it is a common word ("Click"). ``keyphrases``:
+    :func:`source_keyphrases` of these sentences, when computed already.
     """
     deferred: dict[str, tuple[str, str, float]] = {}
-    # Sentences in capitals are licence disclaimers or banners, not prose that names things; a
-    # redacted secret's marker ("[REDACTED:jwt]") names nothing either.
-    sentences = [s for s in sentences if not _shouting(s)]
-    prose = REDACTED_RE.sub(" ", " ".join(sentences))
+    sentences, prose = _term_prose(sentences)
     tokens = Counter(re.findall(r"[\w+#-]+", prose))
     folded_prose = prose.casefold()
     tails: dict[str, bool] = {}
@@ -339,7 +352,7 @@ def extract_terms(body: str, title: str, sentences: list[str], limit: int = MAX_
     for word in re.findall(_WORD, title):
         if word.casefold() not in _STOPWORDS and len(word) > 2:
             add(word, "entity" if word[:1].isupper() or re.search(r"\d", word) else "concept", 2.0, from_title=True)
-    for rank, phrase in enumerate(_keyphrases(prose)):
+    for rank, phrase in enumerate(keyphrases if keyphrases is not None else _keyphrases(prose)):
         if _good_keyphrase(phrase):
             add(phrase, "concept" if phrase.islower() else "entity", 2.0 - rank * 0.05)
 
@@ -421,22 +434,32 @@ def _drop_contained(ranked: list[str], labels: dict[str, Counter[str]], folded_p
 
 # -- the index --------------------------------------------------------------------------------
 
+# Every statement an ingest runs here is a lookup by key or a walk along an index that stops
+# at its LIMIT: an ingest's cost does not grow with the number of sources recorded (issue 24;
+# tests/test_terms_plans.py reads the query plans). Counts the pages need (how many sources
+# mention a term, how many terms have pages, how many sources there are) are kept as numbers,
+# not counted again.
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS terms (
     key TEXT PRIMARY KEY,
     label TEXT NOT NULL,
     kind TEXT NOT NULL,
-    page TEXT NOT NULL DEFAULT ''      -- the wiki page of a shared term, once it has one
+    page TEXT NOT NULL DEFAULT '',     -- the wiki page of a shared term, once it has one
+    sources INTEGER NOT NULL DEFAULT -1  -- how many sources mention it (-1: a file older than version 2)
 );
+CREATE INDEX IF NOT EXISTS terms_page ON terms(page);
+CREATE INDEX IF NOT EXISTS terms_paged ON terms(sources DESC, key) WHERE page != '';
 CREATE TABLE IF NOT EXISTS mentions (
     key TEXT NOT NULL,
     source TEXT NOT NULL,              -- source page stem, e.g. src-notes
     label TEXT NOT NULL,               -- the form this source writes
     sentence TEXT NOT NULL,
     score REAL NOT NULL,
+    seq INTEGER NOT NULL DEFAULT -1,   -- the source's ingest order (sources.seq) when it was recorded
     PRIMARY KEY (key, source)
 );
 CREATE INDEX IF NOT EXISTS mentions_source ON mentions(source);
+CREATE INDEX IF NOT EXISTS mentions_key_seq ON mentions(key, seq);
 CREATE TABLE IF NOT EXISTS sources (
     source TEXT PRIMARY KEY,
     title TEXT NOT NULL,
@@ -444,7 +467,18 @@ CREATE TABLE IF NOT EXISTS sources (
 );
 CREATE INDEX IF NOT EXISTS sources_seq ON sources(seq);
 CREATE INDEX IF NOT EXISTS sources_title ON sources(title COLLATE NOCASE);
+CREATE TABLE IF NOT EXISTS totals (
+    name TEXT PRIMARY KEY,             -- sources | paged (terms with a page)
+    value INTEGER NOT NULL
+);
+-- Filled in once for a file from before version 2 (the columns above were just added with -1;
+-- on a new file there is nothing to fill). This script runs only when the file is migrated.
+UPDATE mentions SET seq = coalesce((SELECT s.seq FROM sources s WHERE s.source = mentions.source), 0) WHERE seq < 0;
+UPDATE terms SET sources = (SELECT count(*) FROM mentions m WHERE m.key = terms.key) WHERE sources < 0;
+INSERT OR IGNORE INTO totals(name, value) SELECT 'sources', count(*) FROM sources;
+INSERT OR IGNORE INTO totals(name, value) SELECT 'paged', count(*) FROM terms WHERE page != '';
 """
+SCHEMA_VERSION = 2  # 2: mentions.seq, terms.sources, totals and the indexes that keep ingest cost flat
 
 
 @dataclass(frozen=True)
@@ -456,11 +490,18 @@ class Mention:
     score: float
 
 
+_MENTION_COLUMNS = "m.key, m.source, m.label, m.sentence, m.score"
+
+
+def _mention(row: tuple[object, ...]) -> Mention:
+    return Mention(str(row[0]), str(row[1]), str(row[2]), str(row[3]), float(str(row[4])))
+
+
 class TermIndex:
     """term -> sources bookkeeping for the offline engine (durable: the wiki's own state)."""
 
     def __init__(self, path: Path) -> None:
-        self._db = open_db(path, Schema("terms", 1, _SCHEMA), synchronous="NORMAL", autocommit=False)
+        self._db = open_db(path, Schema("terms", SCHEMA_VERSION, _SCHEMA), synchronous="NORMAL", autocommit=False)
         self._lock = threading.RLock()
 
     def close(self) -> None:
@@ -470,30 +511,43 @@ class TermIndex:
     def record(self, source: str, title: str, terms: list[Term]) -> None:
         """This source's terms replace what an earlier version of it said."""
         with self._lock, self._db:
-            self._db.execute("DELETE FROM mentions WHERE source=?", (source,))
-            seq = int(self._db.execute("SELECT coalesce(max(seq), 0) + 1 FROM sources").fetchone()[0])
-            self._db.execute("INSERT OR REPLACE INTO sources(source, title, seq) VALUES (?,?,?)", (source, title, seq))
-            for term in terms:
-                self._db.execute("INSERT OR IGNORE INTO terms(key, label, kind) VALUES (?,?,?)",
-                                 (term.key, term.label, term.kind))
-                self._db.execute(
-                    "INSERT OR REPLACE INTO mentions(key, source, label, sentence, score) VALUES (?,?,?,?,?)",
-                    (term.key, source, term.label, term.sentence, term.score),
+            db = self._db
+            old = [str(r[0]) for r in db.execute("SELECT key FROM mentions WHERE source=?", (source,))]
+            db.execute("DELETE FROM mentions WHERE source=?", (source,))
+            db.executemany("UPDATE terms SET sources = sources - 1 WHERE key=?", [(k,) for k in old])
+            known = db.execute("SELECT 1 FROM sources WHERE source=?", (source,)).fetchone() is not None
+            seq = int(db.execute("SELECT coalesce(max(seq), 0) + 1 FROM sources").fetchone()[0])
+            db.execute("INSERT OR REPLACE INTO sources(source, title, seq) VALUES (?,?,?)", (source, title, seq))
+            if not known:
+                _add_total(db, "sources", 1)
+            for term in {t.key: t for t in terms}.values():  # one mention per term and source
+                db.execute("INSERT OR IGNORE INTO terms(key, label, kind, sources) VALUES (?,?,?,0)",
+                           (term.key, term.label, term.kind))
+                db.execute("UPDATE terms SET sources = sources + 1 WHERE key=?", (term.key,))
+                db.execute(
+                    "INSERT INTO mentions(key, source, label, sentence, score, seq) VALUES (?,?,?,?,?,?)",
+                    (term.key, source, term.label, term.sentence, term.score, seq),
                 )
 
     def mentions(self, key: str, limit: int = 200) -> list[Mention]:
-        """Who mentions ``key``, in ingest order."""
+        """Who mentions ``key``, in ingest order (the first ``limit``)."""
         with self._lock:
             rows = self._db.execute(
-                "SELECT m.key, m.source, m.label, m.sentence, m.score FROM mentions m "
-                "LEFT JOIN sources s ON s.source = m.source WHERE m.key=? ORDER BY coalesce(s.seq, 0) LIMIT ?",
-                (key, limit),
+                f"SELECT {_MENTION_COLUMNS} FROM mentions m WHERE m.key=? ORDER BY m.seq LIMIT ?", (key, limit),
             ).fetchall()
-        return [Mention(r[0], r[1], r[2], r[3], float(r[4])) for r in rows]
+        return [_mention(r) for r in rows]
+
+    def mention(self, key: str, source: str) -> Mention | None:
+        """What ``source`` says of ``key``, if it mentions it."""
+        with self._lock:
+            row = self._db.execute(f"SELECT {_MENTION_COLUMNS} FROM mentions m WHERE m.key=? AND m.source=?",
+                                   (key, source)).fetchone()
+        return _mention(row) if row else None
 
     def source_count(self, key: str) -> int:
         with self._lock:
-            return int(self._db.execute("SELECT count(*) FROM mentions WHERE key=?", (key,)).fetchone()[0])
+            row = self._db.execute("SELECT sources FROM terms WHERE key=?", (key,)).fetchone()
+        return max(0, int(row[0])) if row else 0
 
     def known(self, keys: list[str]) -> set[str]:
         """Those of ``keys`` that some source already recorded."""
@@ -510,28 +564,43 @@ class TermIndex:
         return str(row[0]) if row else ""
 
     def key_of_page(self, page: str) -> str:
+        if not page:
+            return ""
         with self._lock:
-            row = self._db.execute("SELECT key FROM terms WHERE page=?", (page,)).fetchone()
+            row = self._db.execute("SELECT key FROM terms WHERE page=? LIMIT 1", (page,)).fetchone()
         return str(row[0]) if row else ""
 
     def set_page(self, key: str, page: str) -> None:
         with self._lock, self._db:
+            row = self._db.execute("SELECT page FROM terms WHERE key=?", (key,)).fetchone()
+            if row is None:
+                return
             self._db.execute("UPDATE terms SET page=? WHERE key=?", (page, key))
+            if bool(row[0]) != bool(page):
+                _add_total(self._db, "paged", 1 if page else -1)
 
     def label(self, key: str) -> str:
         with self._lock:
             row = self._db.execute("SELECT label FROM terms WHERE key=?", (key,)).fetchone()
         return str(row[0]) if row else key
 
-    def related(self, key: str, limit: int = 8) -> list[tuple[str, str, int]]:
-        """(key, page, shared sources) of paged terms that share two or more sources with ``key``."""
+    def related(self, key: str, limit: int = 8, recent: int | None = None) -> list[tuple[str, str, int]]:
+        """(key, page, shared sources) of paged terms that share two or more sources with ``key``.
+
+        ``recent``: count only among the newest ``recent`` sources mentioning ``key`` (an ingest's
+        question, answered in bounded time however many sources mention it); None: among all."""
+        args: list[object] = [key]
+        mine = "SELECT source FROM mentions WHERE key=?"
+        if recent is not None:
+            mine += " ORDER BY seq DESC LIMIT ?"
+            args.append(recent)
         with self._lock:
             rows = self._db.execute(
-                "SELECT other.key, t.page, count(*) AS shared FROM mentions mine "
-                "JOIN mentions other ON other.source = mine.source AND other.key != mine.key "
+                f"SELECT other.key, t.page, count(*) AS shared FROM ({mine}) AS mine "
+                "JOIN mentions other ON other.source = mine.source AND other.key != ? "
                 "JOIN terms t ON t.key = other.key AND t.page != '' "
-                "WHERE mine.key=? GROUP BY other.key HAVING shared >= 2 ORDER BY shared DESC, other.key LIMIT ?",
-                (key, limit),
+                "GROUP BY other.key HAVING shared >= 2 ORDER BY shared DESC, other.key LIMIT ?",
+                (*args, key, limit),
             ).fetchall()
         return [(str(r[0]), str(r[1]), int(r[2])) for r in rows]
 
@@ -539,14 +608,14 @@ class TermIndex:
         """(key, label, page, sources) of the most widely shared terms with a page."""
         with self._lock:
             rows = self._db.execute(
-                "SELECT t.key, t.label, t.page, count(m.source) AS n FROM terms t JOIN mentions m ON m.key = t.key "
-                "WHERE t.page != '' GROUP BY t.key ORDER BY n DESC, t.key LIMIT ?", (limit,),
+                "SELECT key, label, page, sources FROM terms WHERE page != '' ORDER BY sources DESC, key LIMIT ?",
+                (limit,),
             ).fetchall()
         return [(str(r[0]), str(r[1]), str(r[2]), int(r[3])) for r in rows]
 
     def paged_count(self) -> int:
         with self._lock:
-            return int(self._db.execute("SELECT count(*) FROM terms WHERE page != ''").fetchone()[0])
+            return _total(self._db, "paged")
 
     def title_taken(self, title: str, source: str) -> bool:
         """Whether a source other than ``source`` has this title (case-insensitive)."""
@@ -562,7 +631,17 @@ class TermIndex:
 
     def source_total(self) -> int:
         with self._lock:
-            return int(self._db.execute("SELECT count(*) FROM sources").fetchone()[0])
+            return _total(self._db, "sources")
+
+
+def _total(db: sqlite3.Connection, name: str) -> int:
+    row = db.execute("SELECT value FROM totals WHERE name=?", (name,)).fetchone()
+    return max(0, int(row[0])) if row else 0
+
+
+def _add_total(db: sqlite3.Connection, name: str, delta: int) -> None:
+    db.execute("INSERT INTO totals(name, value) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET value = value + ?",
+               (name, delta, delta))
 
 
 def open_term_index(state_dir: Path) -> TermIndex:
@@ -585,15 +664,14 @@ def forget_source(index: TermIndex, source: str) -> list[tuple[Mention, str, int
     with index._lock, index._db:
         db = index._db
         rows = db.execute(
-            "SELECT m.key, m.source, m.label, m.sentence, m.score, coalesce(t.page, ''), "
-            "(SELECT count(*) FROM mentions o JOIN sources os ON os.source = o.source "
-            " WHERE o.key = m.key AND os.seq < coalesce(s.seq, 0)) "
-            "FROM mentions m LEFT JOIN terms t ON t.key = m.key LEFT JOIN sources s ON s.source = m.source "
-            "WHERE m.source=?", (source,)).fetchall()
-        db.execute("DELETE FROM sources WHERE source=?", (source,))
+            f"SELECT {_MENTION_COLUMNS}, coalesce(t.page, ''), "
+            "(SELECT count(*) FROM mentions o WHERE o.key = m.key AND o.seq < m.seq) "
+            "FROM mentions m LEFT JOIN terms t ON t.key = m.key WHERE m.source=?", (source,)).fetchall()
+        if db.execute("DELETE FROM sources WHERE source=?", (source,)).rowcount:
+            _add_total(db, "sources", -1)
         for row in rows:
             _forget_mention(db, str(row[0]), source)
-    return [(Mention(str(r[0]), str(r[1]), str(r[2]), str(r[3]), float(r[4])), str(r[5]), int(r[6])) for r in rows]
+    return [(_mention(r), str(r[5]), int(r[6])) for r in rows]
 
 
 def forget_mention(index: TermIndex, key: str, source: str) -> None:
@@ -604,10 +682,13 @@ def forget_mention(index: TermIndex, key: str, source: str) -> None:
 
 
 def _forget_mention(db: sqlite3.Connection, key: str, source: str) -> None:
-    db.execute("DELETE FROM mentions WHERE key=? AND source=?", (key, source))
-    first = db.execute("SELECT m.label FROM mentions m LEFT JOIN sources s ON s.source = m.source WHERE m.key=? "
-                       "ORDER BY coalesce(s.seq, 0) LIMIT 1", (key,)).fetchone()
+    if db.execute("DELETE FROM mentions WHERE key=? AND source=?", (key, source)).rowcount:
+        db.execute("UPDATE terms SET sources = sources - 1 WHERE key=?", (key,))
+    first = db.execute("SELECT label FROM mentions WHERE key=? ORDER BY seq LIMIT 1", (key,)).fetchone()
     if first is None:
+        page = db.execute("SELECT page FROM terms WHERE key=?", (key,)).fetchone()
         db.execute("DELETE FROM terms WHERE key=?", (key,))
+        if page is not None and page[0]:
+            _add_total(db, "paged", -1)
     else:
         db.execute("UPDATE terms SET label=? WHERE key=?", (str(first[0]), key))

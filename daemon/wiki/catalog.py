@@ -31,11 +31,21 @@ CREATE TABLE IF NOT EXISTS pages (
     aliases TEXT NOT NULL DEFAULT '[]',
     size INTEGER NOT NULL,
     mtime_ns INTEGER NOT NULL,
-    error TEXT NOT NULL DEFAULT ''
+    error TEXT NOT NULL DEFAULT '',
+    fts_rowid INTEGER NOT NULL DEFAULT -1,  -- its row in pages_fts (-1: none), deleted by rowid when it changes
+    link_key TEXT NOT NULL DEFAULT ''       -- how a [[link]] names it by file name (pages.link_key)
 );
+CREATE INDEX IF NOT EXISTS pages_link_key ON pages(link_key);
 CREATE VIRTUAL TABLE IF NOT EXISTS pages_fts USING fts5(
     name UNINDEXED, title, aliases, body, tokenize = 'unicode61 remove_diacritics 2'
 );
+-- A page's title and aliases, case-folded: what a [[link]] may name it by besides its file name.
+CREATE TABLE IF NOT EXISTS page_names (
+    key TEXT NOT NULL,
+    page TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS page_names_key ON page_names(key);
+CREATE INDEX IF NOT EXISTS page_names_page ON page_names(page);
 -- The claim index: every current (or disputed) claim of every page, and the words of its key
 -- and value, so an ingest finds the pages stating what a source states without reading them.
 CREATE TABLE IF NOT EXISTS claims (
@@ -67,7 +77,10 @@ CREATE INDEX IF NOT EXISTS statement_terms_term ON statement_terms(term);
 CREATE INDEX IF NOT EXISTS statement_terms_page ON statement_terms(page);
 """
 # Bumped when a table above is added: an older catalogue is rebuilt once (it is a cache).
-CATALOG_VERSION = 3  # 2: claim terms read camelCase and abbreviations; 3: what a claim is about (issue 22)
+# 2: claim terms read camelCase and abbreviations; 3: what a claim is about (issue 22);
+# 4: pages_fts rows found by rowid, links resolved by index (issue 24: cost flat in the wiki's size)
+CATALOG_VERSION = 4
+SCHEMA_VERSION = 2  # 2: pages.fts_rowid, pages.link_key, page_names
 _STATEMENT_RE = re.compile(r"^- `(?P<key>[^`\n]+)`: .*? — “(?P<quote>.*)”\s*$", re.MULTILINE)
 MAX_ABOUT_TERMS = 16  # words of a quoted sentence kept for a claim (its subject, not its every word)
 _WORD_RE = re.compile(r"\w+", re.UNICODE)
@@ -112,6 +125,11 @@ class SearchHit:
     title: str
     score: float
     snippet: str
+
+
+def _name_key(label: str) -> str:
+    """A title or alias as :meth:`Catalog.resolve` compares it with a link's key."""
+    return label.casefold()
 
 
 def _words(text: str) -> list[str]:
@@ -166,14 +184,14 @@ class Catalog:
     def __init__(self, vault: Vault) -> None:
         self.vault = vault
         # A cache (rebuilt by `reindex`): no need to survive a power cut.
-        self._db = open_db(vault.state / "catalog.db", Schema("catalog", 1, _SCHEMA), synchronous="NORMAL",
-                           autocommit=False)
+        self._db = open_db(vault.state / "catalog.db", Schema("catalog", SCHEMA_VERSION, _SCHEMA),
+                           synchronous="NORMAL", autocommit=False)
         self._lock = threading.RLock()
         if int(self._db.execute("PRAGMA user_version").fetchone()[0]) < CATALOG_VERSION:
             with self._db:  # an older claim index: index every page again on the next refresh
                 for table in ("claims", "claim_terms", "statement_terms"):
                     self._db.execute(f"DROP TABLE IF EXISTS {table}")
-                for table in ("pages", "pages_fts"):
+                for table in ("pages", "pages_fts", "page_names"):
                     self._db.execute(f"DELETE FROM {table}")
             self._db.executescript(_SCHEMA)
             with self._db:
@@ -224,10 +242,9 @@ class Catalog:
         ``scanned``, a :meth:`scan` result taken a moment ago stands in for a new one.
         """
         with self._lock:
-            known = {
-                row[0]: (row[1], row[2])
-                for row in self._db.execute("SELECT name, size, mtime_ns FROM pages")
-            }
+            # Only the rows asked about: after an ingest's own writes this is a few lookups by
+            # name, not a read of the whole table (issue 24).
+            known = {row[0]: ((row[1], row[2]), int(row[3])) for row in self._known_rows(names)}
             if names is None:
                 on_disk = scanned if scanned is not None else self._scan()
                 candidates = set(on_disk) | set(known)
@@ -245,22 +262,36 @@ class Catalog:
             with self._db:
                 for name in sorted(candidates):
                     stat = on_disk.get(name)
+                    old = known.get(name)
                     if stat is None:
-                        if name in known:
+                        if old is not None:
                             self._db.execute("DELETE FROM pages WHERE name=?", (name,))
-                            self._db.execute("DELETE FROM pages_fts WHERE name=?", (name,))
+                            self._db.execute("DELETE FROM pages_fts WHERE rowid=?", (old[1],))
+                            self._db.execute("DELETE FROM page_names WHERE page=?", (name,))
                             self._forget_claims(name)
                             changed.append(name)
                         continue
-                    if known.get(name) == stat:
+                    if old is not None and old[0] == stat:
                         continue
-                    self._index_page(name, stat, known=name in known)
+                    self._index_page(name, stat, None if old is None else old[1])
                     changed.append(name)
             if changed:
                 self._update_phrases(changed)
             return changed
 
-    def _index_page(self, name: str, stat: tuple[int, int], known: bool = True) -> None:
+    def _known_rows(self, names: list[str] | None) -> list[tuple[str, int, int, int]]:
+        columns = "SELECT name, size, mtime_ns, fts_rowid FROM pages"
+        if names is None:
+            return list(self._db.execute(columns))
+        rows: list[tuple[str, int, int, int]] = []
+        for start in range(0, len(names), 500):
+            chunk = names[start : start + 500]
+            rows += self._db.execute(f"{columns} WHERE name IN ({','.join('?' * len(chunk))})", chunk).fetchall()
+        return rows
+
+    def _index_page(self, name: str, stat: tuple[int, int], fts_rowid: int | None = None) -> None:
+        """(Re)index one page; ``fts_rowid``: its row in pages_fts so far (None: a page new to the catalogue)."""
+        known = fts_rowid is not None
         path = self.vault.wiki / f"{name}.md"
         error = ""
         meta: dict[str, object] = {}
@@ -278,19 +309,22 @@ class Catalog:
         raw_aliases = meta.get("aliases") or []
         aliases = [str(a) for a in raw_aliases] if isinstance(raw_aliases, list) else [str(raw_aliases)]
         page_type = str(meta.get("type") or ("source" if name.startswith("sources/") else ""))
-        self._db.execute(
-            "INSERT OR REPLACE INTO pages(name, type, title, summary, aliases, size, mtime_ns, error)"
-            " VALUES (?,?,?,?,?,?,?,?)",
-            (name, page_type, title, str(meta.get("summary") or ""), json.dumps(aliases), *stat, error),
-        )
         if known:
-            # ``name`` is UNINDEXED in FTS5: this delete scans the whole table, so a first build
-            # (nothing to delete) skips it or it would cost O(pages²).
-            self._db.execute("DELETE FROM pages_fts WHERE name=?", (name,))
-        self._db.execute(
+            # By rowid: ``name`` is UNINDEXED in FTS5, so a delete by name would read the whole table.
+            self._db.execute("DELETE FROM pages_fts WHERE rowid=?", (fts_rowid,))
+            self._db.execute("DELETE FROM page_names WHERE page=?", (name,))
+        row = self._db.execute(
             "INSERT INTO pages_fts(name, title, aliases, body) VALUES (?,?,?,?)",
             (name, title, " ".join(aliases), body),
+        ).lastrowid
+        self._db.execute(
+            "INSERT OR REPLACE INTO pages(name, type, title, summary, aliases, size, mtime_ns, error, fts_rowid,"
+            " link_key) VALUES (?,?,?,?,?,?,?,?,?,?)",
+            (name, page_type, title, str(meta.get("summary") or ""), json.dumps(aliases), *stat, error, row,
+             link_key(name)),
         )
+        self._db.executemany("INSERT INTO page_names(key, page) VALUES (?,?)",
+                             [(key, name) for key in dict.fromkeys(_name_key(label) for label in [title, *aliases])])
         if known:
             self._forget_claims(name)
         if "Claims" in body or "claims" in body:
@@ -357,19 +391,16 @@ class Catalog:
             return int(self._db.execute("SELECT count(*) FROM pages").fetchone()[0])
 
     def resolve(self, link: str) -> str | None:
-        """The page a ``[[link]]`` points at (by file name, then title or alias), or None."""
+        """The page a ``[[link]]`` points at (by file name, then title or alias), or None.
+
+        Two lookups by index (the first name in order when several pages match)."""
         key = link_key(link)
         with self._lock:
-            rows = self._db.execute("SELECT name, title, aliases FROM pages").fetchall()
-        by_alias = None
-        for name, title, aliases in rows:
-            if link_key(name) == key:
-                return str(name)
-            if by_alias is None and (
-                title.casefold() == key or any(a.casefold() == key for a in json.loads(aliases))
-            ):
-                by_alias = str(name)
-        return by_alias
+            row = self._db.execute("SELECT name FROM pages WHERE link_key=? ORDER BY name LIMIT 1", (key,)).fetchone()
+            if row is None:
+                row = self._db.execute("SELECT page FROM page_names WHERE key=? ORDER BY page LIMIT 1",
+                                       (key,)).fetchone()
+        return str(row[0]) if row else None
 
     def _phrase_map(self) -> dict[tuple[str, ...], set[str]]:
         if self._phrases is None:
@@ -545,8 +576,10 @@ class Catalog:
         with self._lock, self._db:
             self._db.execute("DELETE FROM pages")
             self._db.execute("DELETE FROM pages_fts")
+            self._db.execute("DELETE FROM page_names")
             self._db.execute("DELETE FROM claims")
             self._db.execute("DELETE FROM claim_terms")
+            self._db.execute("DELETE FROM statement_terms")
         self.refresh()
         return self.count()
 

@@ -1,0 +1,268 @@
+"""Does an offline ingest cost the same at 1,000 sources as at 100? (issue 24: "cost grows with the vault")
+
+    .venv/bin/python bench/bench_growth.py                       # 1,000 sources, this tree
+    .venv/bin/python bench/bench_growth.py --compare main        # and main's code, same notes, same run
+    .venv/bin/python bench/bench_growth.py --sources 300 --window 50   # quick
+    .venv/bin/python bench/bench_growth.py --profile 0 900       # cProfile sources 1-100 and 901-1,000
+    .venv/bin/python bench/bench_growth.py --profile 0 900 --profile-plan   # the planner's steps only
+
+Generated notes sharing a vocabulary (a pool of names, a few in almost every note, most in
+some), so concept and entity pages gain a citing source with nearly every ingest, as in a real
+bulk import of one project's notes. Each note is dropped into raw/ and ingested at once by the
+real pipeline (offline engine, door, git commits), one worker, in process. Per source it
+records the CPU time of this process (time.process_time: the planner, catalogue, door) and of
+the child processes it waited for (git, the extraction worker), and wall time.
+
+The table compares the first ``--window`` sources with the last: the ratio is the growth
+(target: this process's CPU per source at sources 900-1,000 within 1.2x of sources 1-100).
+``--compare REF`` runs REF's code (``git archive``) on the same notes in its own process,
+before this tree's run, so both figures come from the same run on the same machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import json
+import os
+import pstats
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Names the term extractor takes for entities (capitalised mid-sentence, CamelCase, acronyms).
+NAMES = [
+    "Heron Gateway", "KafkaBridge", "Valgrind", "PgBouncer", "Memcheck", "Terraform", "Prometheus", "Grafana",
+    "OpenSearch", "RabbitMQ", "Redis Sentinel", "Kubernetes", "Envoy", "Istio", "Jaeger", "Zookeeper",
+    "Cassandra", "ClickHouse", "Airflow", "Celery", "NATS", "Vault Agent", "Consul", "Nomad", "Traefik",
+    "HAProxy", "Nginx", "Postgres", "SQLite", "DuckDB", "Parquet", "Avro", "Protobuf", "gRPC", "OAuth",
+    "CSRF", "Argon2", "WireGuard", "Tailscale", "Ansible", "Packer", "Loki", "Tempo", "Mimir", "Thanos",
+    "Falco", "Trivy", "Cosign", "Sigstore", "Buildkit",
+]
+VERBS = ["is a service that", "is the tool that", "provides", "handles", "stores", "checks", "reports",
+         "runs", "keeps", "builds"]
+THINGS = ["the billing events", "every request on the edge", "the nightly backups", "our deploy pipeline",
+          "the audit trail", "metrics from each host", "the search cluster", "short-lived credentials",
+          "the queue of ingest jobs", "traces across services", "the release artefacts", "rate limits per tenant"]
+FILLER = ["We looked at it again this week.", "Nobody on the team had measured it before.",
+          "The numbers were better than last quarter.", "It needs another look after the migration.",
+          "Two people reviewed the change on Tuesday.", "The runbook was updated to match."]
+
+
+def note(n: int, rng: random.Random) -> str:
+    """Note ``n``: a title of its own and sentences naming 4-7 pool names, skewed so the first
+    names are in nearly every note (their pages' source lists grow with the vault)."""
+    weights = [1.0 / (rank + 1) ** 0.7 for rank in range(len(NAMES))]
+    picked: list[str] = []
+    while len(picked) < rng.randint(4, 7):
+        name = rng.choices(NAMES, weights)[0]
+        if name not in picked:
+            picked.append(name)
+    lines = [f"# Field note {n}: {picked[0]} and {picked[1]}", ""]
+    for name in picked:
+        lines.append(f"{name} {rng.choice(VERBS)} {rng.choice(THINGS)}. "
+                     f"In note {n} we saw {name} next to {rng.choice(picked)} again. {rng.choice(FILLER)}")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def isolate(base: Path) -> None:
+    home = base / "home"
+    home.mkdir(parents=True, exist_ok=True)
+    gitconfig = home / ".gitconfig"
+    gitconfig.write_text("[user]\n\tname = Bench\n\temail = bench@example.com\n[init]\n\tdefaultBranch = main\n"
+                         "[gc]\n\tauto = 0\n[maintenance]\n\tauto = false\n")
+    for name in list(os.environ):
+        if name.startswith("WIKIWRIGHT_") or name in ("NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID"):
+            del os.environ[name]
+    os.environ.update({"HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"),
+                       "XDG_STATE_HOME": str(home / ".state"), "GIT_CONFIG_GLOBAL": str(gitconfig),
+                       "GIT_CONFIG_NOSYSTEM": "1"})
+
+
+def children_cpu() -> float:
+    t = os.times()
+    return t.children_user + t.children_system
+
+
+def run_import(base: Path, sources: int, window: int, profile_at: list[int],
+               plan_only: bool = False) -> dict[str, Any]:
+    """Ingest ``sources`` notes into a fresh vault; per-source CPU and wall seconds."""
+    from wikiwright.core.config import load_config
+    from wikiwright.door import Door
+    from wikiwright.door.init import init_vault
+    from wikiwright.ingest.pipeline import Pipeline
+    from wikiwright.intake.ledger import Ledger
+    from wikiwright.intake.watch import Registrar
+    from wikiwright.vcs.repo import GitRepo
+    from wikiwright.wiki.catalog import Catalog
+
+    vault, _ = init_vault(base / "vault", "wikiwright", "wikiwright@localhost")
+    config = load_config(vault.root)
+    ledger = Ledger(vault.db_path)
+    catalog = Catalog(vault)
+    catalog.refresh()
+    repo = GitRepo(vault.root, "wikiwright", "wikiwright@localhost")
+    pipeline = Pipeline(Door(config, vault, ledger, catalog, repo))
+    registrar = Registrar(vault, ledger, config.ingest.max_source_bytes, threading.Event())
+    phases: dict[str, list[float]] = {"plan": [], "read": [], "plan_read": [], "door": []}
+    # cProfile of each window asked for (the whole ingest, or only the planner's steps).
+    profilers = {start: cProfile.Profile() for start in profile_at}
+    active: list[cProfile.Profile] = []
+
+    def cpu_of(phase: str, func: Any) -> Any:
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            profile = plan_only and phase != "door" and bool(active)
+            if profile:
+                active[0].enable()
+            started = time.process_time()
+            try:
+                return func(*args, **kwargs)
+            finally:
+                phases[phase].append(time.process_time() - started)
+                if profile:
+                    active[0].disable()
+        return timed
+
+    # The offline engine's plan (term index, concept pages, overview) and the door's operation
+    # (pages written, catalogue, index.md, log.md, commit), each source's CPU in this process.
+    planner = pipeline.planner
+    for step in ("read", "plan_read") if hasattr(planner, "plan_read") else ("plan",):
+        setattr(planner, step, cpu_of(step, getattr(planner, step)))
+    pipeline._apply = cpu_of("door", pipeline._apply)  # type: ignore[method-assign]
+    rng = random.Random(24)
+    cpu: list[float] = []
+    child: list[float] = []
+    wall: list[float] = []
+    for n in range(sources):
+        path = vault.raw / f"note-{n:04d}.md"
+        path.write_text(note(n, rng))
+        active[:] = [p for start, p in profilers.items() if start <= n < start + window]
+        c0, k0, w0 = time.process_time(), children_cpu(), time.perf_counter()
+        if active and not plan_only:
+            active[0].enable()
+        registrar.register(path)
+        result = pipeline.drain_once()
+        if active and not plan_only:
+            active[0].disable()
+        cpu.append(time.process_time() - c0)
+        child.append(children_cpu() - k0)
+        wall.append(time.perf_counter() - w0)
+        if result is None or result.state != "ingested":
+            raise SystemExit(f"note {n} not ingested: {result}")
+    plan = [a + b for a, b in zip(phases["read"], phases["plan_read"], strict=True)] or phases["plan"]
+    out: dict[str, Any] = {"cpu": cpu, "plan": plan, "door": phases["door"], "child": child, "wall": wall,
+                           "pages": len(list(vault.wiki.rglob("*.md")))}
+    biggest = max(vault.wiki.glob("*.md"), key=lambda p: p.stat().st_size)
+    out["largest_page"] = f"{biggest.name} {biggest.stat().st_size // 1024} KiB"
+    out["profiles"] = {}
+    for start, profiler in profilers.items():
+        text = io.StringIO()
+        pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(40)
+        out["profiles"][str(start)] = text.getvalue()
+    ledger.close()
+    catalog.close()
+    return out
+
+
+def export_code(ref: str, out: Path) -> Path:
+    """``ref``'s daemon/ and shipped files in ``out``, importable as ``wikiwright`` from ``out/pkg``."""
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref, "daemon", "config", "systemd", "hooks"],
+                             capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(out)], input=archive, check=True)
+    (out / "pkg").mkdir()
+    (out / "pkg" / "wikiwright").symlink_to(out / "daemon")
+    return out / "pkg"
+
+
+def one_side(base: Path, args: argparse.Namespace, code: Path | None) -> dict[str, Any]:
+    """One import in its own process (``code``: import wikiwright from there)."""
+    command = [sys.executable, __file__, "--child", str(base), "--sources", str(args.sources),
+               "--window", str(args.window)]
+    if code is not None:
+        command += ["--code", str(code)]
+    if args.profile and code is None:
+        command += ["--profile", *map(str, args.profile)] + (["--profile-plan"] if args.profile_plan else [])
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    line = next((x for x in done.stdout.splitlines() if x.startswith("{")), "")
+    if done.returncode or not line:
+        raise SystemExit(f"import run failed ({code or 'this tree'}):\n{done.stderr[-3000:]}")
+    return dict(json.loads(line))
+
+
+def window_mean(values: list[float], start: int, window: int) -> float:
+    return 1000 * statistics.mean(values[start:start + window])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sources", type=int, default=1000)
+    parser.add_argument("--window", type=int, default=100, help="sources in the first and the last window")
+    parser.add_argument("--compare", metavar="REF", help="also run REF's code (e.g. main) on the same notes")
+    parser.add_argument("--profile", type=int, nargs="+", default=[], metavar="N",
+                        help="cProfile sources N+1..N+window of this tree (several windows: several N)")
+    parser.add_argument("--profile-plan", action="store_true", help="profile only the planner's steps")
+    parser.add_argument("--keep", action="store_true", help="keep the vaults")
+    parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)  # one import, JSON on stdout
+    parser.add_argument("--code", type=Path, help=argparse.SUPPRESS)  # import wikiwright from here
+    args = parser.parse_args()
+    if args.child is not None:
+        sys.path.insert(0, str(args.code or ROOT))
+        isolate(args.child)
+        print(json.dumps(run_import(args.child, args.sources, args.window, args.profile, args.profile_plan)))
+        return 0
+    base = Path(tempfile.mkdtemp(prefix="ww-growth-"))
+    try:
+        sides: list[tuple[str, dict[str, Any]]] = []
+        if args.compare:
+            code = export_code(args.compare, base / "ref-code")
+            sides.append((args.compare, one_side(base / "ref", args, code)))
+        sides.append(("this tree", one_side(base / "this", args, None)))
+        first, last = 0, args.sources - args.window
+        print(f"Offline import of {args.sources} generated notes sharing names (one worker, in process); "
+              f"ms per source, mean over sources {first + 1}-{first + args.window} and "
+              f"{last + 1}-{args.sources}\n")
+        print("| code | measure | first | last | growth (last / first) |\n|---|---|---|---|---|")
+        for label, data in sides:
+            for key, what in (("cpu", "CPU, this process"), ("plan", "… of which the offline engine's plan"),
+                              ("door", "… of which the door (pages, catalogue, index.md, log.md, commit)"),
+                              ("child", "CPU, child processes (git, extraction)"), ("wall", "wall")):
+                if key not in data:
+                    continue
+                a, b = window_mean(data[key], first, args.window), window_mean(data[key], last, args.window)
+                mark = ""
+                if key in ("cpu", "plan"):
+                    mark = " (target ≤ 1.20: " + ("OK" if b / a <= 1.2 else "MISSED") + ")"
+                print(f"| {label} | {what} | {a:.0f} | {b:.0f} | {b / a:.2f}{mark} |")
+            print(f"| {label} | pages at the end; largest page | {data['pages']} | {data['largest_page']} | |")
+        if len(sides) == 2:
+            ref, this = sides[0][1], sides[1][1]
+            a, b = window_mean(ref["cpu"], last, args.window), window_mean(this["cpu"], last, args.window)
+            print(f"\nCPU per source at the last window, this tree / {sides[0][0]}: {b / a:.2f}")
+        for label, data in sides:
+            for start, profile in data.get("profiles", {}).items():
+                what = "the planner's steps" if args.profile_plan else "the whole ingest"
+                print(f"\ncProfile of {label}, {what}, sources {int(start) + 1}-{int(start) + args.window}:\n")
+                print(profile)
+    finally:
+        if args.keep:
+            print(f"kept {base}")
+        else:
+            shutil.rmtree(base, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
