@@ -68,7 +68,7 @@ def _hub_reply(hour: str, source: str) -> dict[str, Any]:
 def test_two_workers_updating_one_page_never_make_a_conflict_for_a_person(services: Services) -> None:
     """Two workers: source B's plan changes the harbour page; before B's worker applies it,
     another worker ingests source A, which changes the same lines. B's plan is built on an old
-    page: B is planned again on A's text (one more model call) and its change applied; no
+    page: B is planned again on A's text (the model's reply applied again, no second call); no
     "changed while wikiwright worked on it" item reaches REVIEW.md, since nobody but wikiwright
     touched the page (old code: an edit-conflict proposal, B's update set aside)."""
 
@@ -106,5 +106,6 @@ def test_two_workers_updating_one_page_never_make_a_conflict_for_a_person(servic
     review = (services.vault.root / "REVIEW.md").read_text(encoding="utf-8")
     assert "changed while wikiwright worked on it" not in review, review
     assert "The ferry leaves at ten." in page(services, HUB)  # B's change, planned on A's page
-    b_plans = [r for r in server.requests if "`raw/b.md`" in user_prompt(r)]
-    assert len(b_plans) == 2, len(b_plans)  # planned again once, on the page A left
+    b_calls = [r for r in server.requests if "`raw/b.md`" in user_prompt(r)]
+    assert len(b_calls) == 1, len(b_calls)  # the model's reply applied again, not paid for twice
+    assert services.ledger.get_file("raw/b.md").attempts == 2  # planned once more, on A's page

@@ -17,8 +17,10 @@ from __future__ import annotations
 import json
 import logging
 import re
+import threading
 import time
-from collections import Counter
+from collections import Counter, OrderedDict
+from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 from string import Template
@@ -183,6 +185,16 @@ def load_prompt(name: str) -> Template:
     return Template(read_shipped_text("config", "prompts", name))
 
 
+# How many sources' replies a planner keeps for a plan found outdated (one per worker is enough).
+KEPT_REPLIES = 16
+
+
+@dataclass
+class _KeptReplies:
+    replies: dict[int, tuple[dict[str, Any], Any]] = field(default_factory=dict)  # by part
+    reuse: bool = False  # set when the door found the plan outdated
+
+
 class ModelPlanner:
     """Plans an ingest with the configured model (same protocol as ``OfflinePlanner``)."""
 
@@ -203,6 +215,11 @@ class ModelPlanner:
         self.last_estimate: CostEstimate | None = None  # the last source's estimate (eval reads it)
         self.last_prompt_chars: list[int] = []
         self.last_tolerance: Tolerance | None = None  # how the last source's operations were taken
+        # The replies of the last few plans, by source sha256 and part: a plan the door found
+        # outdated (another worker changed a page it read, PlanOutdated) is applied again to the
+        # pages as they are now from the same replies, without paying the model twice.
+        self._replies: OrderedDict[str, _KeptReplies] = OrderedDict()
+        self._replies_lock = threading.Lock()
         if check:
             # A bad model string or a missing key is a clear error at start, not at the first source.
             self.client.check_setup()
@@ -240,7 +257,8 @@ class ModelPlanner:
                 self.ledger.note_progress(record, f"model call {index + 1} of {len(parts)}")
             system, user = self._prompt(record, page, part, index, len(parts), routing, workspace, today)
             self.last_prompt_chars.append(len(system) + len(user))
-            reply = self._call(system, user)
+            reply = self._kept_reply(record.sha256, index) or self._call(system, user)
+            self._keep_reply(record.sha256, index, reply)
             usage_in += reply[1].tokens_in
             usage_out += reply[1].tokens_out
             cost += reply[1].cost_usd
@@ -251,6 +269,7 @@ class ModelPlanner:
                 log.info("%s: re-applying the model's operations to pages edited meanwhile: %s",
                          record.path, ", ".join(moved))
             self._apply(reply[0], workspace)
+        self._replies_used(record.sha256)
         first = replies[0]
         # The source page gets the reply's title as it came (its sanitizer notes what it cleaned);
         # the commit subject and log.md get the cleaned one. A reply without a title (or with a
@@ -384,6 +403,33 @@ class ModelPlanner:
             if get_section(text, heading) is not None:
                 text = set_section(text, heading, "")
         return text if len(text) <= SCHEMA_MD_LIMIT else text[:SCHEMA_MD_LIMIT] + "\n[… cut]"
+
+    def replan_from_replies(self, sha256: str) -> None:
+        """The next plan of these bytes re-applies the replies kept from this one (the door
+        found the plan outdated: a page it read changed under another worker's operation)."""
+        with self._replies_lock:
+            kept = self._replies.get(sha256)
+            if kept is not None:
+                kept.reuse = True
+
+    def _kept_reply(self, sha256: str, index: int) -> tuple[dict[str, Any], Any] | None:
+        with self._replies_lock:
+            kept = self._replies.get(sha256)
+            return kept.replies.get(index) if kept is not None and kept.reuse else None
+
+    def _keep_reply(self, sha256: str, index: int, reply: tuple[dict[str, Any], Any]) -> None:
+        with self._replies_lock:
+            kept = self._replies.setdefault(sha256, _KeptReplies())
+            kept.replies[index] = reply
+            self._replies.move_to_end(sha256)
+            while len(self._replies) > KEPT_REPLIES:
+                self._replies.popitem(last=False)
+
+    def _replies_used(self, sha256: str) -> None:
+        with self._replies_lock:
+            kept = self._replies.get(sha256)
+            if kept is not None:
+                kept.reuse = False
 
     def _call(self, system: str, user: str) -> tuple[dict[str, Any], Any]:
         self.calls += 1

@@ -31,6 +31,7 @@ from ..core.errors import (
     SourceRejected,
     WikiwrightError,
 )
+from ..core.locks import vault_write_lock
 from ..core.opkinds import OpKind
 from ..door import Door
 from ..door.sourceclaims import SourceClaims
@@ -100,6 +101,8 @@ class Pipeline:
         self.retry_not_ready_seconds = RETRY_NOT_READY
         self.retry_io_seconds = RETRY_IO
         self.claims = SourceClaims(self.config, self.repo, self.ledger)
+        self._replanning: set[str] = set()  # sources whose plan the door found outdated
+        self._replan_lock = threading.Lock()
         self._unreleased: list[tuple[FileRecord, str]] = []
         self._unreleased_lock = threading.Lock()
 
@@ -130,6 +133,12 @@ class Pipeline:
             self.ledger.release(record, f"waiting for the model: {exc}", delay)
             return JobResult(record.path, "pending", str(exc))
         except PlanOutdated as exc:
+            # The model's replies are applied again to the pages as they are now (no second call).
+            replan = getattr(self.planner, "replan_from_replies", None)
+            if replan is not None:
+                replan(record.sha256)
+            with self._replan_lock:
+                self._replanning.add(record.sha256)
             self.ledger.release(record, f"planning again: {exc}", 0)
             return JobResult(record.path, "pending", str(exc))
         except SourceAwaitsApproval as exc:
@@ -177,7 +186,14 @@ class Pipeline:
         # what it reads from the source alone (summary, keyphrases) it reads first, in parallel.
         planner = self.planner
         reading = planner.read(record, source, data) if isinstance(planner, ReadsAhead) else None
-        with getattr(planner, "serial", None) or contextlib.nullcontext():
+        # Planned again because another worker changed a page the first plan read: this time
+        # under the vault's write lock from planning to commit (the model's replies are kept,
+        # so it is quick), so the page cannot move again in between: no livelock on a hub page.
+        with self._replan_lock:
+            replanning = record.sha256 in self._replanning
+            self._replanning.discard(record.sha256)
+        held = vault_write_lock(self.vault.state) if replanning else contextlib.nullcontext()
+        with getattr(planner, "serial", None) or contextlib.nullcontext(), held:
             if isinstance(planner, ReadsAhead):
                 plan = planner.plan_read(record, reading, self.clock())
             else:
