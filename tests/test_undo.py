@@ -225,16 +225,21 @@ def test_revert_keeps_a_concept_page_a_person_edited_and_removes_one_nobody_did(
     assert git(root, "status", "--porcelain", "--", "wiki").strip() == ""
 
 
+def _persons_pages(root: Path, folder: str, stem: str, kind: str, count: int) -> None:
+    """``count`` pages a person wrote under ``wiki/<folder>``, committed by them."""
+    where = root / "wiki" / folder
+    where.mkdir(parents=True, exist_ok=True)
+    for n in range(count):
+        (where / f"{stem}-{n:03d}.md").write_text(fixture_page(f"type: {kind}\ntitle: {stem.title()} {n:03d}\n"
+                                                               f"summary: What {stem} {n} is about, in one line",
+                                                               f"# {stem.title()} {n:03d}\n\nText.\n"))
+    git(root, "add", "wiki")
+    git(root, "commit", "-q", "-m", f"a person's {stem}s")
+
+
 def test_revert_says_nothing_of_index_pages_rebuilt_without_the_source(tmp_path: Path) -> None:
     root = _new_vault(tmp_path, "vault")
-    sources = root / "wiki" / "sources"
-    sources.mkdir(parents=True, exist_ok=True)
-    for n in range(200):  # enough source pages that index.md moves them to index-sources.md
-        (sources / f"note-{n:03d}.md").write_text(fixture_page(f"type: source\ntitle: Note {n:03d}\n"
-                                                               f"summary: What note {n} says, in one line",
-                                                               f"# Note {n:03d}\n\nText.\n"))
-    git(root, "add", "wiki")
-    git(root, "commit", "-q", "-m", "a person's notes")
+    _persons_pages(root, "sources", "note", "source", 200)  # enough that index.md moves them to index-sources.md
     _ingest(root, [("bikes.md", "# Bicycle chains\n\nA chain stretches with use. Replace it every 3000 km.\n")])
     _ingest(root, [("garden.md", "# Tomato garden\n\nTomatoes need six hours of sun. Water them at dawn.\n")])
     assert "[[src-garden" in (root / "wiki" / "index-sources.md").read_text()
@@ -324,12 +329,7 @@ def test_revert_the_tenth_of_eighty_ingests_matches_a_wiki_that_never_had_it(tmp
 def test_index_lists_every_page_when_it_outgrows_one_page(tmp_path: Path) -> None:
     root = _new_vault(tmp_path, "vault")
     wiki = root / "wiki"
-    for n in range(260):  # a person's pages: far more than index.md's budget holds
-        (wiki / f"topic-{n:03d}.md").write_text(fixture_page(f"type: topic\ntitle: Topic {n:03d}\n"
-                                                             f"summary: What topic {n} is about, in one line",
-                                                             f"# Topic {n:03d}\n\nText.\n"))
-    git(root, "add", "wiki")
-    git(root, "commit", "-q", "-m", "a person's topics")
+    _persons_pages(root, "", "topic", "topic", 260)  # far more than index.md's budget holds
     _ingest(root, [("note.md", "# A note\n\nA note about the topics. It names none of them.\n")])
     index = (wiki / "index.md").read_text()
     assert "more (find them" not in index and "… and" not in index
