@@ -10,6 +10,7 @@ person writes outside the generated block; log.md is append-only: one
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from datetime import date
 
@@ -45,12 +46,20 @@ def empty_page(stem: str) -> str:
 
 
 def _line(entry: PageEntry) -> str:
-    summary = entry.summary.replace("\n", " ").strip()
+    return _line_of(entry.stem, entry.title, entry.summary)
+
+
+# index.md is rendered again in every commit from every page (a function of its inputs): each
+# page's line is worked out once per process, not once per commit, so a commit's share of the
+# index grows with the number of pages only by a join.
+@functools.lru_cache(maxsize=1 << 16)
+def _line_of(stem: str, title: str, summary: str) -> str:
+    summary = summary.replace("\n", " ").strip()
     if len(summary) > 140:
         summary = summary[:137].rstrip() + "…"
-    same = entry.title.casefold() == entry.stem.casefold()
+    same = title.casefold() == stem.casefold()
     # A title is data (a model's, a file name's): through the sanitizer, and unable to close the link.
-    label = f"[[{entry.stem}]]" if same else f"[[{entry.stem}|{link_label(clean_line(entry.title).text)}]]"
+    label = f"[[{stem}]]" if same else f"[[{stem}|{link_label(clean_line(title).text)}]]"
     return f"- {label}" + (f" — {summary}" if summary else "")
 
 
