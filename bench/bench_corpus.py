@@ -44,6 +44,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from refcode import export_code
+
 ROOT = Path(__file__).resolve().parent.parent
 DOC = Path("/usr/share/doc")
 MAN_PAGES = ["ls", "cp", "mv", "rm", "grep", "sed", "tar", "gzip", "find", "xargs", "sort", "uniq", "cut", "chmod",
@@ -807,18 +809,6 @@ def timing_run(base: Path, corpus: Path, kinds: dict[str, str]) -> dict[str, flo
     took = run.ingest(corpus, sorted(kinds))
     return {"ingest": statistics.median(took), "plan": statistics.median(run.plan_seconds),
             "ingest_mean": statistics.mean(took), "plan_mean": statistics.mean(run.plan_seconds)}
-
-
-def export_code(ref: str, out: Path) -> Path:
-    """``ref``'s daemon/ and shipped files in ``out``, importable as ``wikiwright`` from ``out/pkg``."""
-    shutil.rmtree(out, ignore_errors=True)
-    out.mkdir(parents=True)
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref, "daemon", "config", "systemd", "hooks"],
-                             capture_output=True, check=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(out)], input=archive, check=True)
-    (out / "pkg").mkdir()
-    (out / "pkg" / "wikiwright").symlink_to(out / "daemon")
-    return out / "pkg"
 
 
 def compare(base: Path, corpus: Path, kinds: dict[str, str], ref: str, rounds: int) -> dict[str, Any]:

@@ -38,6 +38,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from refcode import export_code
+
 ROOT = Path(__file__).resolve().parent.parent
 
 # Names the term extractor takes for entities (capitalised mid-sentence, CamelCase, acronyms).
@@ -173,18 +175,6 @@ def run_import(base: Path, sources: int, window: int, profile_at: list[int],
     ledger.close()
     catalog.close()
     return out
-
-
-def export_code(ref: str, out: Path) -> Path:
-    """``ref``'s daemon/ and shipped files in ``out``, importable as ``wikiwright`` from ``out/pkg``."""
-    shutil.rmtree(out, ignore_errors=True)
-    out.mkdir(parents=True)
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref, "daemon", "config", "systemd", "hooks"],
-                             capture_output=True, check=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(out)], input=archive, check=True)
-    (out / "pkg").mkdir()
-    (out / "pkg" / "wikiwright").symlink_to(out / "daemon")
-    return out / "pkg"
 
 
 def one_side(base: Path, args: argparse.Namespace, code: Path | None) -> dict[str, Any]:
