@@ -44,7 +44,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from refcode import export_code
+from refcode import export_code, isolate
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = Path("/usr/share/doc")
@@ -280,20 +280,6 @@ def build_scale(out: Path, count: int, avoid: set[str]) -> list[str]:
 
 
 # -- running the pipeline ------------------------------------------------------------------------
-
-def isolate(base: Path) -> None:
-    home = base / "home"
-    home.mkdir(parents=True, exist_ok=True)
-    gitconfig = home / ".gitconfig"
-    gitconfig.write_text("[user]\n\tname = Bench\n\temail = bench@example.com\n[init]\n\tdefaultBranch = main\n"
-                         "[gc]\n\tauto = 0\n[maintenance]\n\tauto = false\n")
-    for name in list(os.environ):
-        if name.startswith("WIKIWRIGHT_"):
-            del os.environ[name]
-    os.environ.update({"HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"),
-                       "XDG_STATE_HOME": str(home / ".state"), "GIT_CONFIG_GLOBAL": str(gitconfig),
-                       "GIT_CONFIG_NOSYSTEM": "1"})
-
 
 class Run:
     def __init__(self, root: Path) -> None:

@@ -38,7 +38,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from refcode import export_code
+from refcode import export_code, isolate
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -76,20 +76,6 @@ def note(n: int, rng: random.Random) -> str:
                      f"In note {n} we saw {name} next to {rng.choice(picked)} again. {rng.choice(FILLER)}")
         lines.append("")
     return "\n".join(lines)
-
-
-def isolate(base: Path) -> None:
-    home = base / "home"
-    home.mkdir(parents=True, exist_ok=True)
-    gitconfig = home / ".gitconfig"
-    gitconfig.write_text("[user]\n\tname = Bench\n\temail = bench@example.com\n[init]\n\tdefaultBranch = main\n"
-                         "[gc]\n\tauto = 0\n[maintenance]\n\tauto = false\n")
-    for name in list(os.environ):
-        if name.startswith("WIKIWRIGHT_") or name in ("NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID"):
-            del os.environ[name]
-    os.environ.update({"HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"),
-                       "XDG_STATE_HOME": str(home / ".state"), "GIT_CONFIG_GLOBAL": str(gitconfig),
-                       "GIT_CONFIG_NOSYSTEM": "1"})
 
 
 def children_cpu() -> float:

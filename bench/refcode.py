@@ -1,7 +1,9 @@
-"""Another commit's code beside this tree's, for benchmarks that compare the two in one run."""
+"""What benchmarks share: another commit's code beside this tree's (to compare the two in one
+run), and a process environment of its own (a home, a git identity, no WIKIWRIGHT_ settings)."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -19,3 +21,19 @@ def export_code(ref: str, out: Path) -> Path:
     (out / "pkg").mkdir()
     (out / "pkg" / "wikiwright").symlink_to(out / "daemon")
     return out / "pkg"
+
+
+def isolate(base: Path) -> None:
+    """This process's environment for a benchmark: its own home and git identity under ``base``,
+    no automatic gc, none of the person's WIKIWRIGHT_ settings or service sockets."""
+    home = base / "home"
+    home.mkdir(parents=True, exist_ok=True)
+    gitconfig = home / ".gitconfig"
+    gitconfig.write_text("[user]\n\tname = Bench\n\temail = bench@example.com\n[init]\n\tdefaultBranch = main\n"
+                         "[gc]\n\tauto = 0\n[maintenance]\n\tauto = false\n")
+    for name in list(os.environ):
+        if name.startswith("WIKIWRIGHT_") or name in ("NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID"):
+            del os.environ[name]
+    os.environ.update({"HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"),
+                       "XDG_STATE_HOME": str(home / ".state"), "GIT_CONFIG_GLOBAL": str(gitconfig),
+                       "GIT_CONFIG_NOSYSTEM": "1"})
