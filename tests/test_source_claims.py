@@ -131,13 +131,19 @@ def test_a_claim_whose_ingest_never_arrives_is_given_up_after_the_grace_period(
 
 
 def test_an_unreachable_remote_claims_nothing_and_the_source_is_ingested_here(
-        machines: tuple[Path, Machine, Machine], tmp_path: Path) -> None:
+        machines: tuple[Path, Machine, Machine], tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     """Offline, nothing can be claimed: the source is ingested at once (machines reconcile on
-    the next sync, as before claims existed)."""
+    the next sync, as before claims existed), and the next sources do not try again for a while
+    (a laptop on a train does not wait for a push timeout per source)."""
     remote, _ma, mb = machines
     away = tmp_path / "remote-away.git"
     remote.rename(away)
-    mb.ingest("offline.md", source_text(2, "offline"))
-    record = mb.ledger.get_file("raw/offline.md")
-    assert record is not None and record.state == "ingested", record
+    with caplog.at_level("INFO", logger="wikiwright.door.sourceclaims"):
+        for n in range(3):
+            mb.ingest(f"offline-{n}.md", source_text(2 + n, "offline"))
+    for n in range(3):
+        record = mb.ledger.get_file(f"raw/offline-{n}.md")
+        assert record is not None and record.state == "ingested", record
+    paused = [r for r in caplog.records if "source claims paused" in r.getMessage()]
+    assert len(paused) == 1, [r.getMessage() for r in caplog.records]
     away.rename(remote)

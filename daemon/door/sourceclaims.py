@@ -46,6 +46,8 @@ TOKEN_KEY = "source-claims:token"
 # The reason a file waits with; sync wakes files waiting with it once their ingest arrives.
 WAIT_PREFIX = "another machine claimed these bytes first"
 BATCH = 500
+CLAIM_TIMEOUT = 15.0  # seconds a claim's push may take
+OFFLINE_PAUSE = 300.0  # after an unreachable remote, no claim is tried for this long
 _EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 # A claim batch at a time per vault in this process (two workers claiming the same queue
 # would each push a commit of their own, and the second would take the first for another
@@ -66,15 +68,19 @@ class SourceClaims:
         self.config = config
         self.repo = repo
         self.ledger = ledger
-        self.remote = Remote(repo, config.git.remote, config.git.branch)
+        # A claim is an economy: it never holds an ingest for long on a slow or absent remote.
+        self.remote = Remote(repo, config.git.remote, config.git.branch, timeout=CLAIM_TIMEOUT)
         self.grace = config.git.source_claim_grace_seconds
         self._configured: tuple[float, bool] | None = None
+        self._offline_until = 0.0  # after a push that could not reach the remote: no claims until then
 
     @property
     def enabled(self) -> bool:
         if not self.config.git.remote.strip():
             return False
         now = time.monotonic()
+        if now < self._offline_until:
+            return False  # offline: sources are ingested here, and reconcile on the next sync
         if self._configured is None or now - self._configured[0] > 60:
             self._configured = (now, self.remote.configured())
         return self._configured[1]
@@ -161,7 +167,9 @@ class SourceClaims:
             try:
                 results = self.remote.push_refs({self._ref(sha): commit for sha, commit in pairs})
             except RemoteError as exc:
-                log.info("source claims not pushed (the remote cannot be reached: %s); ingesting here", exc)
+                self._offline_until = time.monotonic() + OFFLINE_PAUSE
+                log.info("source claims paused for %.0f min: the remote cannot be reached (%s); ingesting here",
+                         OFFLINE_PAUSE / 60, exc)
                 return
             mine = [(sha, commit) for sha, commit in pairs
                     if results.get(self._ref(sha)) in (PushResult.PUSHED, PushResult.UP_TO_DATE)]
