@@ -88,6 +88,36 @@ def test_a_remote_tick_in_a_merge_is_undone_too(world: tuple[Path, Machine, Mach
     assert "[x]" not in next(line for line in head.splitlines() if item_id in line), head
 
 
+def test_a_removal_from_another_machine_does_not_dismiss_this_machines_proposal(
+        world: tuple[Path, Machine, Machine], tmp_path: Path) -> None:  # noqa: F811
+    """Removing an item's line is how a person dismisses it; another machine removing this
+    machine's proposal from REVIEW.md would answer it from afar. The line is put back in the
+    merged REVIEW.md, the refusal shown, and the item stays open until answered here (old code
+    took the removal: the proposal vanished from the person's sight)."""
+    remote, _ma, mb = world
+    item_id = _propose_page(mb, "concepts/takeover", HOSTILE)
+    mb.sync()
+    attacker = Attacker(remote, tmp_path / "evil")
+    git(attacker.root, "pull", "-q", "origin", "main")
+    review = (attacker.root / "REVIEW.md").read_text(encoding="utf-8")
+    removed = "".join(line for line in review.splitlines(keepends=True) if item_id not in line)
+    assert removed != review
+    attacker.push("review: remove", {}, {"REVIEW.md": removed.encode()})
+    mb.sync()
+    text = mb.vault.review_file.read_text(encoding="utf-8")
+    assert item_id in text and "another machine removed" in text, text
+    queue = ReviewQueue(mb.config, mb.vault)
+    try:
+        done = queue.process()
+        assert not [o for o in done if o.id == item_id and o.state in ("dismissed", "rejected")], done
+        mb.vault.review_file.write_text(_tick(mb.vault.review_file.read_text(encoding="utf-8"), item_id),
+                                        encoding="utf-8")
+        done = queue.process()
+        assert [o.state for o in done if o.id == item_id] == ["applied"], done
+    finally:
+        queue.close()
+
+
 def test_crash_recovery_takes_no_forged_ingest_claim(world: tuple[Path, Machine, Machine],  # noqa: F811
                                                      tmp_path: Path) -> None:
     """A source was being ingested when the process died (the ledger marks it recovering at the

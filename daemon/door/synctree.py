@@ -282,6 +282,13 @@ class Screen:
                     final[path] = (REGULAR, self._store(allowed.encode("utf-8")))
                 continue
             if kind == "review" and self.guarded:
+                kept, removed = remote_removals_undone(text, old or "", self.guarded)
+                if removed:
+                    refuse(path, "another machine removed this machine's proposal(s) "
+                           f"{', '.join(removed[:5])}{' …' if len(removed) > 5 else ''} from REVIEW.md: they stay "
+                           "until they are answered here", blob)
+                    final[path] = (REGULAR, self._store(kept.encode("utf-8")))
+                    text = kept
                 untouched, ticked = remote_ticks_undone(text, old or "", self.guarded)
                 if ticked:
                     refuse(path, "a tick from another machine on this machine's proposal(s) "
@@ -378,6 +385,21 @@ def remote_ticks_undone(text: str, ours: str, guarded: frozenset[str]) -> tuple[
         if match and match.group("id") in undone:
             rows[number] = row[:match.start("mark")] + " " + row[match.end("mark"):]
     return "".join(rows), undone
+
+
+def remote_removals_undone(text: str, ours: str, guarded: frozenset[str]) -> tuple[str, list[str]]:
+    """``text`` with every guarded item this machine's REVIEW.md (``ours``) shows and ``text``
+    lacks put back at its end, its option lines with it; and the ids so restored. Removing a
+    line is how a person dismisses an item, so another machine's removal of one of this
+    machine's guarded items would answer it; only this machine may."""
+    present = {match.group("id") for row in text.splitlines() if (match := _ANSWER_RE.match(row))}
+    missing = sorted(ident for ident in guarded & set(parse_review(ours)) if ident not in present)
+    if not missing:
+        return text, []
+    rows = [row for row in ours.splitlines(keepends=True)
+            if (match := _ANSWER_RE.match(row)) and match.group("id") in missing]
+    restored = text.rstrip("\n") + "\n\n" + "".join(row if row.endswith("\n") else row + "\n" for row in rows)
+    return restored, missing
 
 
 # An item or option line's answer box and id (wiki/reviewfile.py's format: "- [x] … ^id[-key]").
