@@ -51,8 +51,6 @@ RETRY_NOT_READY = 2.0
 RETRY_GIT = 5.0
 RETRY_IO = 10.0
 RETRY_BUDGET = 300.0
-# An ingest planned again because another worker changed a page it read, at most this many tries.
-MAX_REPLAN_ATTEMPTS = 10
 
 
 class Planner(Protocol):
@@ -203,7 +201,7 @@ class Pipeline:
                 return JobResult(record.path, "pending", "abandoned at shutdown")
             # Checked again before any page is touched: no writes into a merge or a detached HEAD.
             self._check_repository()
-            sha = self._apply(plan)
+            sha = self._apply(plan, replan_if_outdated=not replanning)
         self.ledger.clear_notice("git")
         self.ledger.clear_notice("io")
         return JobResult(record.path, "ingested", plan.title, sha or "", plan.source_page)
@@ -252,15 +250,15 @@ class Pipeline:
         if problem:
             raise CommitPaused(problem)
 
-    def _apply(self, plan: IngestPlan) -> str | None:
+    def _apply(self, plan: IngestPlan, *, replan_if_outdated: bool = True) -> str | None:
         """Pages, index.md, log.md, one commit, then the ledger: one operation through the door."""
         record = plan.record
         shown = shown_name(record.path)  # a secret in the file name never reaches log.md or a commit
         with self.door.operation(OpKind.INGEST, plan.title, today=self.clock()) as op:
             op.always_log = True  # the source is recorded even if no page changed
-            # Another worker changed a page this plan read: plan again on its text (bounded, so a
-            # page every ingest fights over ends as a REVIEW.md proposal, not a loop).
-            op.replan_if_outdated = record.attempts < MAX_REPLAN_ATTEMPTS
+            # Another worker changed a page this plan read: plan again on its text, once: that plan
+            # runs under the write lock, where no other operation can move the page again.
+            op.replan_if_outdated = replan_if_outdated
             outcome = op.write(plan.changes)
             page_links = ", ".join(f"[[{page.rsplit('/', 1)[-1]}]]" for page in plan.pages)
             op.details += [f"source: `{shown}` (sha256 {record.sha256[:16]})", f"pages: {page_links}"]
