@@ -4,23 +4,15 @@ run), and a process environment of its own (a home, a git identity, no WIKIWRIGH
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # the repository, for tests.*
 
+from tests.release_code import export_code  # noqa: E402  (re-exported for the benchmarks)
 
-def export_code(ref: str, out: Path) -> Path:
-    """``ref``'s daemon/ and shipped files in ``out``, importable as ``wikiwright`` from ``out/pkg``."""
-    shutil.rmtree(out, ignore_errors=True)
-    out.mkdir(parents=True)
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref, "daemon", "config", "systemd", "hooks"],
-                             capture_output=True, check=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(out)], input=archive, check=True)
-    (out / "pkg").mkdir()
-    (out / "pkg" / "wikiwright").symlink_to(out / "daemon")
-    return out / "pkg"
+__all__ = ["export_code", "isolate"]
 
 
 def isolate(base: Path) -> None:
