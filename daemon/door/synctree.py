@@ -282,20 +282,18 @@ class Screen:
                     final[path] = (REGULAR, self._store(allowed.encode("utf-8")))
                 continue
             if kind == "review" and self.guarded:
-                kept, removed = remote_removals_undone(text, old or "", self.guarded)
-                if removed:
-                    refuse(path, "another machine removed this machine's proposal(s) "
-                           f"{', '.join(removed[:5])}{' …' if len(removed) > 5 else ''} from REVIEW.md: they stay "
-                           "until they are answered here", blob)
-                    final[path] = (REGULAR, self._store(kept.encode("utf-8")))
-                    text = kept
-                untouched, ticked = remote_ticks_undone(text, old or "", self.guarded)
-                if ticked:
-                    refuse(path, "a tick from another machine on this machine's proposal(s) "
-                           f"{', '.join(ticked[:5])}{' …' if len(ticked) > 5 else ''}: they act on what only this "
-                           "machine holds, so only a tick made here approves them", blob)
-                    final[path] = (REGULAR, self._store(untouched.encode("utf-8")))
-                    text = untouched
+                # Only this machine answers its guarded proposals: another machine's removal of
+                # one (a dismissal) is put back, its tick on one undone.
+                for undo, why in ((remote_removals_undone, "another machine removed this machine's proposal(s) "
+                                   "{ids} from REVIEW.md: they stay until they are answered here"),
+                                  (remote_ticks_undone, "a tick from another machine on this machine's proposal(s) "
+                                   "{ids}: they act on what only this machine holds, so only a tick made here "
+                                   "approves them")):
+                    kept, ids = undo(text, old or "", self.guarded)
+                    if ids:
+                        refuse(path, why.format(ids=", ".join(ids[:5]) + (" …" if len(ids) > 5 else "")), blob)
+                        final[path] = (REGULAR, self._store(kept.encode("utf-8")))
+                        text = kept
             if kind == "page" and path not in head:
                 problem = self._name_problem(path, existing)
                 if problem:
