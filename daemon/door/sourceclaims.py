@@ -27,11 +27,9 @@ from __future__ import annotations
 
 import logging
 import secrets
-import tempfile
 import threading
 import time
 from collections.abc import Iterable
-from pathlib import Path
 
 from ..core.config import Config
 from ..core.errors import WikiwrightError
@@ -48,7 +46,6 @@ WAIT_PREFIX = "another machine claimed these bytes first"
 BATCH = 500
 CLAIM_TIMEOUT = 15.0  # seconds a claim's push may take
 OFFLINE_PAUSE = 300.0  # after an unreachable remote, no claim is tried for this long
-_EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 # A claim batch at a time per vault in this process (two workers claiming the same queue
 # would each push a commit of their own, and the second would take the first for another
 # machine's).
@@ -134,7 +131,7 @@ class SourceClaims:
 
     def _unclaimed_queue(self, record: FileRecord) -> list[str]:
         """The other sources waiting here that nobody has claimed (batched into one push)."""
-        waiting = {f.sha256 for state in ("queued", "pending") for f in self.ledger.files(state, kind="raw")
+        waiting = {f.sha256 for f in self.ledger.files("pending", kind="raw")
                    if f.sha256 != record.sha256 and not f.reason.startswith(WAIT_PREFIX)}
         known = self._owners(waiting)
         return sorted(sha for sha in waiting if sha not in known and self.ledger.source(sha) is None)
@@ -184,24 +181,14 @@ class SourceClaims:
                     log.info("source claims: the remote went away after a rejected claim: %s", exc)
 
     def _claim_commits(self, shas: list[str], token: str) -> list[str]:
-        """One parentless claim commit per sha256, written by one git process."""
-        self.repo.run("hash-object", "-t", "tree", "-w", "/dev/null")  # the empty tree, for the push
+        """One parentless claim commit per sha256, written into the object store in-process."""
+        empty_tree = self.repo.objects.write("tree", b"")  # the push sends it with the commits
         stamp = f"{int(time.time())} +0000"
         who = f"{self.config.git.author_name} <{self.config.git.author_email}>"
-        with tempfile.TemporaryDirectory(dir=self.repo.root / ".wikiwright") as folder:
-            paths = []
-            for n, sha in enumerate(shas):
-                body = (f"tree {_EMPTY_TREE}\nauthor {who} {stamp}\ncommitter {who} {stamp}\n\n"
-                        f"source claim sha256:{sha} nonce {secrets.token_hex(4)} by {token}\n")
-                path = Path(folder) / f"claim-{n}"
-                path.write_text(body, encoding="utf-8")
-                paths.append(str(path))
-            out = self.repo.run("hash-object", "-t", "commit", "-w", "--stdin-paths",
-                                input="\n".join(paths).encode("utf-8") + b"\n")
-        commits = out.split()
-        if len(commits) != len(shas):
-            raise RemoteError(f"git hash-object wrote {len(commits)} claim commits for {len(shas)} sources")
-        return commits
+        return [self.repo.objects.write("commit", (
+            f"tree {empty_tree}\nauthor {who} {stamp}\ncommitter {who} {stamp}\n\n"
+            f"source claim sha256:{sha} nonce {secrets.token_hex(4)} by {token}\n").encode())
+            for sha in shas]
 
 
 def wake_claimed(ledger: Ledger) -> int:

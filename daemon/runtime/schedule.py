@@ -2,7 +2,7 @@
 
 Each room contributes its job here; the daemon only schedules them. Given the daemon's door,
 every job works through its ledger, catalogue and repository: one connection to each database
-in the process (tests/test_source_claims.py counts them), not one set per job.
+in the process (tests/test_daemon_connections.py counts them), not one set per job.
 """
 
 from __future__ import annotations
