@@ -352,8 +352,7 @@ class Syncer:
             out = self.repo.run("--literal-pathspecs", "status", "--porcelain", "-z", "--no-renames",
                                 "--untracked-files=all", "--", *chunk, strip=False)
             for entry in out.split("\0"):
-                if len(entry) > 3 and entry[2] == " " and not entry[3:].startswith("raw/") \
-                        and not sync_problem(entry[3:]):
+                if len(entry) > 3 and entry[2] == " " and not sync_problem(entry[3:]):
                     dirty.append(entry[3:])
         if dirty:
             self.repo.commit_person_edits(sorted(set(dirty)))

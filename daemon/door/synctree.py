@@ -390,8 +390,7 @@ def remote_removals_undone(text: str, ours: str, guarded: frozenset[str]) -> tup
     lacks put back at its end, its option lines with it; and the ids so restored. Removing a
     line is how a person dismisses an item, so another machine's removal of one of this
     machine's guarded items would answer it; only this machine may."""
-    present = {match.group("id") for row in text.splitlines() if (match := _ANSWER_RE.match(row))}
-    missing = sorted(ident for ident in guarded & set(parse_review(ours)) if ident not in present)
+    missing = sorted(guarded & set(parse_review(ours)) - set(parse_review(text)))
     if not missing:
         return text, []
     rows = [row for row in ours.splitlines(keepends=True)
