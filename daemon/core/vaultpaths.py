@@ -29,6 +29,16 @@ from .errors import UnsafePathError
 MAX_COMPONENT_BYTES = 200
 MAX_PATH_BYTES = 1000
 ROOT_FILES = ("REVIEW.md", "SCHEMA.md", ".gitignore")
+INDEX_PAGE = "wiki/index.md"
+LOG_PAGE = "wiki/log.md"
+OVERVIEW_PAGE = "wiki/overview.md"
+GENERATED_PAGES = (INDEX_PAGE, LOG_PAGE, OVERVIEW_PAGE)  # built by code (rule 5)
+
+
+def is_log_file(rel: str) -> bool:
+    """A file of the wiki's operation log (append-only, written by the door, merged by keeping
+    both machines' entries). The one place that says which paths those are."""
+    return rel == LOG_PAGE
 # NTFS short names of .git (git itself refuses them with core.protectNTFS).
 _SHORT_GIT_RE = re.compile(r"^git~\d+$", re.IGNORECASE)
 

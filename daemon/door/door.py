@@ -46,6 +46,7 @@ from ..core.fsutil import TEMP_MARKER, atomic_replace_if
 from ..core.locks import vault_write_lock
 from ..core.opkinds import OpKind
 from ..core.vault import Vault
+from ..core.vaultpaths import INDEX_PAGE, LOG_PAGE, is_log_file
 from ..intake.ledger import Ledger
 from ..vcs.gitlock import remove_stale_locks
 from ..vcs.repo import GitRepo, git_blob_id, merge_texts
@@ -566,14 +567,14 @@ class Operation:
 
     def _pages_changed(self) -> list[str]:
         return [rel[5:-3] for rel in self._touched if rel.startswith("wiki/") and rel.endswith(".md")
-                and rel not in ("wiki/index.md", "wiki/log.md")]
+                and rel != INDEX_PAGE and not is_log_file(rel)]
 
     def _finish(self) -> None:
         door = self.door
         changed = self._pages_changed()
         index_too = bool(changed or self.deleted or self._index_wanted)
         if self._touched or self._extra or self.always_log:
-            self.settle(["wiki/index.md", "wiki/log.md"] if index_too else ["wiki/log.md"])  # one git call
+            self.settle([INDEX_PAGE, LOG_PAGE] if index_too else [LOG_PAGE])  # one git call
         if index_too:
             door.catalog.refresh(sorted({*changed, *self.deleted}) or None)
             self._write_index()
@@ -582,7 +583,7 @@ class Operation:
             self._run_callbacks(None)
             return
         entry = log_entry(self.kind.value, self.title, self.details, self.today)
-        self.edit_file("wiki/log.md", lambda text: appended_log(text, entry))
+        self.edit_file(LOG_PAGE, lambda text: appended_log(text, entry))
         crash_point("door-after-log")
         trailers = {"Wikiwright-Operation": self.kind.value, **self.trailers}
         pages = sorted({*self.outcome.written, *self.outcome.unchanged, *self.deleted})

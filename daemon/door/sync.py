@@ -72,7 +72,7 @@ from ..core.locks import vault_write_lock
 from ..core.logsetup import escape_controls
 from ..core.opkinds import OpKind
 from ..core.vault import Vault
-from ..core.vaultpaths import safe_target, sync_problem
+from ..core.vaultpaths import GENERATED_PAGES, is_log_file, safe_target, sync_problem
 from ..intake.ledger import Ledger
 from ..vcs.gitlock import SYNC_INDEX
 from ..vcs.remote import MergeTree, PushResult, Remote, RemoteError, git_status, merge_file
@@ -462,7 +462,7 @@ class Syncer:
         return {path: (stage.mode, stage.blob) for path, stage in remote.items()
                 if sync_problem(path) or stage.mode not in ("100644", "100755") or sizes.get(stage.blob, 0) > limit
                 or (path.startswith("wiki/") and sizes.get(stage.blob, 0) > self.config.lint.max_page_bytes
-                    and path not in ("wiki/index.md", "wiki/log.md", "wiki/overview.md"))}
+                    and path not in GENERATED_PAGES and not is_log_file(path))}
 
     def _screen(self, head: str | None, candidate: dict[str, Entry]) -> Screened:
         """The candidate tree's entries with what this vault refuses put back as HEAD has them."""
@@ -495,7 +495,7 @@ class Syncer:
             return _merge_index(self.repo, b, o, t).encode("utf-8"), None
         if path == "wiki/overview.md":
             return _merge_overview(self.repo, b, o, t).encode("utf-8"), None
-        if path == "wiki/log.md" or (path.startswith("logs/") and path.endswith(".md")):
+        if is_log_file(path) or (path.startswith("logs/") and path.endswith(".md")):
             return _merge_appended(self.repo, b, o, t).encode("utf-8"), None
         if path in _UNION:
             text, _clean = merge_file(self.repo, b, o, t, "union")

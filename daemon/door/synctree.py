@@ -43,7 +43,7 @@ from ..core.config import Config
 from ..core.errors import UnsafePathError, WikiwrightError
 from ..core.logsetup import escape_controls
 from ..core.vault import GITIGNORE_LINES
-from ..core.vaultpaths import safe_target, sync_kind, sync_problem
+from ..core.vaultpaths import GENERATED_PAGES, safe_target, sync_kind, sync_problem
 from ..intake import rawgit
 from ..intake.ledger import Ledger
 from ..vcs.repo import GitRepo
@@ -55,7 +55,7 @@ _Refuse = Callable[..., None]  # (path, why, blob='', quote=False)
 ReadBlobs = Callable[[GitRepo, list[str]], dict[str, bytes]]
 REGULAR = "100644"
 # Built by code or only growing: bounded by git.sync_max_file_bytes, not by the page limit.
-_GROWING = ("wiki/index.md", "wiki/log.md", "wiki/overview.md")
+_GROWING = GENERATED_PAGES
 # Never removed by another machine (a folder in their place would stop every write to them).
 _KEPT = (*_GROWING, "REVIEW.md", "SCHEMA.md", ".gitignore")
 

@@ -35,6 +35,7 @@ from typing import Any
 
 from ..core.errors import NotFound, RevertBlocked, WikiwrightError
 from ..core.opkinds import OpKind
+from ..core.vaultpaths import INDEX_PAGE, LOG_PAGE
 from ..door import Door, Operation
 from ..history.lookup import bodies_mentioning
 from ..history.regenerate import Regenerator, mask_overview
@@ -48,7 +49,7 @@ log = logging.getLogger(__name__)
 
 _MISSING: Any = object()
 _HEX_RE = re.compile(r"^[0-9a-fA-F]{4,40}$")
-SPECIAL = {"wiki/index.md", "wiki/log.md"}
+SPECIAL = {INDEX_PAGE, LOG_PAGE}  # rebuilt or appended by the door, never reverse-patched
 
 
 @dataclass(frozen=True)
