@@ -42,3 +42,23 @@ def parse_kind(name: str) -> OpKind:
         return OpKind(key)
     except ValueError:
         raise ValueError(f"unknown operation kind {name!r}; one of: {', '.join(k.value for k in OpKind)}") from None
+
+
+class FixAction(StrEnum):
+    """What a ticked REVIEW.md item does (its ``fix["action"]``): one name each, produced by the
+    modules that propose and dispatched by ``upkeep/review.py``'s table, nowhere else."""
+
+    RESOLVE_CONFLICT = "resolve-conflict"  # a claim-key question: the values the person ticked stand
+    APPLY_OP = "apply-op"  # a model operation held back by a check, applied as it was
+    INGEST_SOURCE = "ingest-source"  # a source over its budget, ingested at full size
+    DISPUTE_CLAIM = "dispute-claim"
+    SUPERSEDE_CLAIM = "supersede-claim"
+    CREATE_STUB = "create-stub"  # a page many pages link to but nobody wrote
+    LINK_FROM_OVERVIEW = "link-from-overview"  # an orphan page linked from overview.md
+    REBUILD_INDEX = "rebuild-index"
+    WRITE_PAGE = "write-page"  # a page text set aside (an edit conflict, a consolidation), written as it was
+
+
+# Fixes acting on what only this machine holds (a page text, a held operation, a costly source):
+# answered only here; another machine's tick on one is undone by sync.
+MACHINE_LOCAL_FIXES = frozenset({FixAction.APPLY_OP, FixAction.WRITE_PAGE, FixAction.INGEST_SOURCE})

@@ -44,7 +44,7 @@ from ..core.crashpoints import crash_point
 from ..core.errors import CommitPaused, PlanOutdated, UnsafePathError
 from ..core.fsutil import TEMP_MARKER, atomic_replace_if
 from ..core.locks import vault_write_lock
-from ..core.opkinds import OpKind
+from ..core.opkinds import FixAction, OpKind
 from ..core.vault import Vault
 from ..core.vaultpaths import INDEX_PAGE, LOG_PAGE, is_log_file
 from ..intake.ledger import Ledger
@@ -500,7 +500,7 @@ class Operation:
             f"({change.reason or self.title}) and the two versions do not merge; your version was kept — "
             "tick to replace it with wikiwright's",
             pages=[change.page],
-            fix={"action": "write-page", "page": change.page, "text": change.text,
+            fix={"action": FixAction.WRITE_PAGE, "page": change.page, "text": change.text,
                  "base": disk.decode("utf-8") if disk is not None else None},
             facts={"page": change.page, "text": change.text},
         )

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 from itertools import pairwise
 
+from ..core.opkinds import FixAction
 from ..intake.ledger import FileRecord, Ledger
 from ..wiki.catalog import Catalog
 from ..wiki.reviewfile import Proposal, proposal
@@ -81,7 +82,7 @@ def costly_proposal(record: FileRecord, tokens: int, calls: int, bound: int) -> 
     description = (f"`{record.path}`: this source would cost about {tokens:,} tokens in {calls} model "
                    f"call(s), over llm.max_tokens_per_source ({bound:,}); tick to ingest it")
     return proposal(COSTLY_SOURCE, description, (),
-                    {"action": "ingest-source", "path": record.path, "sha256": record.sha256,
+                    {"action": FixAction.INGEST_SOURCE, "path": record.path, "sha256": record.sha256,
                      "tokens": tokens, "calls": calls},
                     facts={"source": record.sha256}, heading=COSTLY_HEADING)
 

@@ -36,6 +36,7 @@ from ..core.errors import (
     UnsafePathError,
 )
 from ..core.fsutil import atomic_write_text
+from ..core.opkinds import FixAction
 from ..core.resources import read_shipped_text
 from ..core.vault import Vault
 from ..ingest.context import Routing, page_context, route
@@ -173,7 +174,7 @@ def held_proposals(record: FileRecord, source_page: str, held: list[Held]) -> li
     stem = source_page.rsplit("/", 1)[-1]
     return [
         proposal(HELD_BACK, f"{code_span(shown_name(record.path))} → {h.line()}", [h.page] if h.page else [],
-                 {"action": "apply-op", "op": h.op, "source_page": stem, "reason": h.reason},
+                 {"action": FixAction.APPLY_OP, "op": h.op, "source_page": stem, "reason": h.reason},
                  facts={"source": record.sha256, "op": h.op})
         for h in held
     ]

@@ -299,9 +299,9 @@ class Normaliser:
             if page != op["page"]:
                 kinds["page-name"] += 1
                 op["page"] = page
-        handler = getattr(self, f"_{op['op']}", None)
-        if handler is not None:
-            handler(op, kinds)
+        normalise_more = _BY_OPERATION.get(op["op"])
+        if normalise_more is not None:
+            normalise_more(self, op, kinds)
         for name in ("body", "text", "summary", "answer"):
             if isinstance(op.get(name), str):
                 text, count = self.links(op[name])
@@ -402,3 +402,11 @@ class Normaliser:
             if changed:
                 op["links"] = fixed
                 kinds["link-target"] += changed
+
+
+# What an operation's kind normalises beyond the common fields (a name missing here has nothing more).
+_BY_OPERATION: dict[str, Callable[[Normaliser, dict[str, Any], Counter[str]], None]] = {
+    "create_page": Normaliser._create_page,
+    "add_claim": Normaliser._add_claim,
+    "add_links": Normaliser._add_links,
+}

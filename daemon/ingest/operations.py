@@ -490,11 +490,11 @@ class Workspace:
         if reason:
             self.hold(op, reason)
             return False
-        handler = getattr(self, f"_op_{op.get('op')}", None)
+        handler = _APPLY.get(str(op.get("op")))
         if handler is None:
             self.hold(op, f"unknown operation {op.get('op')!r}")
             return False
-        reason = handler(name, op)
+        reason = handler(self, name, op)
         if reason:
             self.hold(op, reason)
             return False
@@ -744,3 +744,16 @@ def _strike_claims(body: str, key: str, keep: tuple[str, str], by: str) -> tuple
         lines[index] = claim.with_status("superseded", by).render() + "\n"
         count += 1
     return (set_section(body, "Claims", "".join(lines)), count) if count else (body, 0)
+
+
+# The one table from an operation's name (OPERATION_SCHEMAS' keys, checked equal by a test) to the
+# method applying it: a name the model invents is held, never looked up as an attribute.
+_APPLY: dict[str, Callable[[Workspace, str, dict[str, Any]], str]] = {
+    "create_page": Workspace._op_create_page,
+    "add_to_section": Workspace._op_add_to_section,
+    "replace_section": Workspace._op_replace_section,
+    "add_claim": Workspace._op_add_claim,
+    "close_question": Workspace._op_close_question,
+    "add_aliases": Workspace._op_add_aliases,
+    "add_links": Workspace._op_add_links,
+}

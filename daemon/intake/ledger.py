@@ -16,13 +16,34 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 
 from ..core.crashpoints import crash_point
 from ..core.sqlitedb import Schema, open_db
 
-STATES = ("pending", "running", "ingested", "duplicate", "quarantined", "skipped")
-FINAL_STATES = ("ingested", "duplicate", "quarantined", "skipped")
+
+class FileState(StrEnum):
+    """Where a file in raw/ or logs/ stands (rule 1: each ends in one recorded final state)."""
+
+    PENDING = "pending"  # queued (with a reason when it waits for something)
+    RUNNING = "running"  # a worker holds it
+    INGESTED = "ingested"
+    DUPLICATE = "duplicate"
+    QUARANTINED = "quarantined"
+    SKIPPED = "skipped"
+
+
+class SourceState(StrEnum):
+    """What became of an ingested source's pages (the sources table)."""
+
+    INGESTED = "ingested"
+    REVERTED = "reverted"
+    RETRACTED = "retracted"
+
+
+STATES = tuple(FileState)
+FINAL_STATES = (FileState.INGESTED, FileState.DUPLICATE, FileState.QUARANTINED, FileState.SKIPPED)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS files (
@@ -162,7 +183,7 @@ class Ledger:
         now = time.time()
         with self._tx() as db:
             row = db.execute("SELECT sha256, state FROM files WHERE path=?", (path,)).fetchone()
-            if row and row[0] == sha256 and row[1] not in ("skipped",):
+            if row and row[0] == sha256 and row[1] != FileState.SKIPPED:
                 db.execute("UPDATE files SET size=?, mtime_ns=? WHERE path=?", (size, mtime_ns, path))
                 return False
             if row and row[0] and row[0] != sha256 and not reason:
@@ -181,7 +202,7 @@ class Ledger:
         mtime_ns: int = 0,
     ) -> None:
         """Record a file that ends at once: skipped (with the rule) or quarantined (with a reason)."""
-        assert state in ("skipped", "quarantined")
+        assert state in (FileState.SKIPPED, FileState.QUARANTINED)
         now = time.time()
         with self._tx() as db:
             db.execute(
@@ -211,7 +232,7 @@ class Ledger:
                 (now, row[0]),
             )
         record = FileRecord(*row)
-        return FileRecord(**{**record.__dict__, "state": "running", "attempts": record.attempts + 1})
+        return FileRecord(**{**record.__dict__, "state": FileState.RUNNING, "attempts": record.attempts + 1})
 
     def reset_running(self) -> int:
         """At start: work that was running when the process died goes back to pending."""
@@ -245,7 +266,7 @@ class Ledger:
             )
             return cur.rowcount > 0
 
-    def _finish(self, db: sqlite3.Connection, record: FileRecord, state: str, **values: str) -> None:
+    def _finish(self, db: sqlite3.Connection, record: FileRecord, state: FileState, **values: str) -> None:
         sets = ", ".join(f"{key}=?" for key in values)
         db.execute(
             f"UPDATE files SET state=?, {sets}, recovering=0, updated_at=? "
@@ -262,7 +283,7 @@ class Ledger:
                 " VALUES (?,?,?,?,?,?,?)",
                 (record.sha256, record.path, page, title, commit_sha, engine, time.time()),
             )
-            self._finish(db, record, "ingested", reason="", commit_sha=commit_sha, page=page)
+            self._finish(db, record, FileState.INGESTED, reason="", commit_sha=commit_sha, page=page)
         crash_point("after-ledger-update")
 
     def record_shared_source(self, sha256: str, path: str, page: str, title: str, commit_sha: str,
@@ -296,17 +317,17 @@ class Ledger:
     def finish_duplicate(self, record: FileRecord, original: SourceRecord) -> None:
         with self._tx() as db:
             self._finish(
-                db, record, "duplicate", reason=f"same content as {original.path} ({original.sha256[:12]})",
+                db, record, FileState.DUPLICATE, reason=f"same content as {original.path} ({original.sha256[:12]})",
                 commit_sha=original.commit_sha, page=original.page,
             )
 
     def finish_quarantined(self, record: FileRecord, reason: str) -> None:
         with self._tx() as db:
-            self._finish(db, record, "quarantined", reason=reason)
+            self._finish(db, record, FileState.QUARANTINED, reason=reason)
 
     def finish_skipped(self, record: FileRecord, rule: str) -> None:
         with self._tx() as db:
-            self._finish(db, record, "skipped", reason=rule)
+            self._finish(db, record, FileState.SKIPPED, reason=rule)
 
     # -- sources and pages ---------------------------------------------------------------
 
@@ -335,10 +356,10 @@ class Ledger:
             db.execute("UPDATE sources SET path=? WHERE sha256=?", (record.path, original.sha256))
             db.execute("UPDATE page_bindings SET path=? WHERE path=?", (record.path, original.path))
             db.execute("DELETE FROM files WHERE path=? AND sha256=?", (original.path, original.sha256))
-            self._finish(db, record, "ingested", reason=f"renamed from {original.path}",
+            self._finish(db, record, FileState.INGESTED, reason=f"renamed from {original.path}",
                          commit_sha=original.commit_sha, page=original.page)
 
-    def set_source_state(self, sha256: str, state: str) -> None:
+    def set_source_state(self, sha256: str, state: SourceState | str) -> None:
         with self._tx() as db:
             db.execute("UPDATE sources SET state=? WHERE sha256=?", (state, sha256))
 
@@ -406,7 +427,7 @@ class Ledger:
     def counts(self) -> dict[str, int]:
         with self._lock:
             rows = self._db.execute("SELECT state, count(*) FROM files GROUP BY state").fetchall()
-        counts = dict.fromkeys(STATES, 0)
+        counts: dict[str, int] = {str(state): 0 for state in STATES}
         counts.update({r[0]: r[1] for r in rows})
         return counts
 

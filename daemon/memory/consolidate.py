@@ -35,7 +35,7 @@ from ..core.config import Config
 from ..core.crashpoints import crash_point
 from ..core.errors import ConsolidationBusy, LLMError
 from ..core.fsutil import sha256_bytes
-from ..core.opkinds import OpKind
+from ..core.opkinds import FixAction, OpKind
 from ..core.vault import Vault
 from ..door import COMMIT, Door, Operation
 from ..intake.ledger import Ledger
@@ -436,7 +436,7 @@ class Consolidator:
                                f"from {title}",
                 "pages": [change.page],
                 "facts": {"run": run_id, "page": change.page},
-                "fix": {"action": "write-page", "page": change.page, "text": change.text,
+                "fix": {"action": FixAction.WRITE_PAGE, "page": change.page, "text": change.text,
                         "base": plan.before.get(change.page)},
             })
         with self.door.operation(OpKind.CONSOLIDATE, f"{title} (proposed for review)",

@@ -27,6 +27,7 @@ from datetime import date, datetime
 from typing import Any
 
 from ..core.config import LintConfig
+from ..core.opkinds import FixAction
 from ..core.vault import Vault
 from ..wiki.catalog import Catalog, PageEntry
 from ..wiki.index import INDEX_END, INDEX_START, render_index
@@ -243,7 +244,7 @@ def _links_checks(pages: dict[str, _Page], resolver: _Resolver) -> tuple[list[Fi
         linkers = sorted({name for name, _ in uses})
         first_page, first_link = min(uses, key=lambda u: (u[0], u[1].line))
         shown = first_link.target
-        fix = {"action": "create-stub", "target": shown, "linked_from": linkers}
+        fix = {"action": FixAction.CREATE_STUB, "target": shown, "linked_from": linkers}
         if len(linkers) >= MISSING_PAGE_MIN_LINKERS:
             refs = ", ".join(_ref(n) for n in linkers)
             findings.append(Finding(
@@ -271,7 +272,7 @@ def _orphans(pages: dict[str, _Page], inbound: set[str]) -> list[Finding]:
             continue
         findings.append(Finding(
             "orphan", name, 0, f"{_ref(name)} has no links from other pages; fix: link it from [[overview]]",
-            {"page": name}, (name,), {"action": "link-from-overview", "page": name},
+            {"page": name}, (name,), {"action": FixAction.LINK_FROM_OVERVIEW, "page": name},
         ))
     return findings
 
@@ -343,7 +344,7 @@ def _claim_checks(vault: Vault, pages: dict[str, _Page], resolver: _Resolver) ->
                 f"fix: strike it through as superseded",
                 {"page": item.page, "key": key, "value": norm_value(item.claim.value), "by": by},
                 tuple(sorted({item.page, struck.page})),
-                {"action": "supersede-claim", **_claim_ref(item), "by": by},
+                {"action": FixAction.SUPERSEDE_CLAIM, **_claim_ref(item), "by": by},
             ))
 
     # Conflicting keys are joined into one question (a key and its parent/child keys with
@@ -439,7 +440,7 @@ def _conflict_question(key: str, located: list[_Located]) -> Finding:
                f"{', '.join(_ref(p) for p in pages)}; which stands? tick one value below, or both (scoped)")
     facts = {"key": key, "claims": sorted((c.facts() for c in located), key=lambda f: json.dumps(f, sort_keys=True))}
     return Finding("claim-conflict", first_claim.page, first_claim.line, message, facts, pages,
-                   {"action": "resolve-conflict", "key": key, "values": answers, "options": options})
+                   {"action": FixAction.RESOLVE_CONFLICT, "key": key, "values": answers, "options": options})
 
 
 def _contradict(a: tuple[str, str], b: tuple[str, str]) -> bool:
@@ -465,7 +466,7 @@ def _index_checks(pages: dict[str, _Page], resolver: _Resolver, entries: list[Pa
     if index is None:
         return []
     block = _index_block_lines(index)
-    fix = {"action": "rebuild-index"}
+    fix = {"action": FixAction.REBUILD_INDEX}
     if block is None:
         return [Finding(
             "index-missing", "index", 0,

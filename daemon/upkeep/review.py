@@ -24,7 +24,7 @@ from typing import Any
 
 from ..core.config import Config
 from ..core.errors import CommitPaused, FixNotApplicable
-from ..core.opkinds import OpKind
+from ..core.opkinds import FixAction, OpKind
 from ..core.vault import Vault
 from ..door import COMMIT, Door, Operation
 from ..ingest.operations import Workspace
@@ -299,11 +299,11 @@ class ReviewQueue:
     def _approve(self, item: Item, answer: Answer | None = None) -> Outcome:
         chosen = answer.chosen if answer else ()
         action = str(item.fix.get("action") or "")
-        if action == "resolve-conflict" and not chosen:
+        if action == FixAction.RESOLVE_CONFLICT and not chosen:
             action = ""  # the question ticked without a value: acknowledged, nothing changes
         operation = OpKind.LINT_FIX if item.kind in LINT_KINDS else OpKind.REVIEW_APPROVAL
         state = "applied" if action else "dismissed"
-        what = _choice_note(item, chosen) if action == "resolve-conflict" else ""
+        what = _choice_note(item, chosen) if action == FixAction.RESOLVE_CONFLICT else ""
         details = [what or f"fix: {action}"] if action else ["acknowledged"]
         try:
             with self._answer(operation, item, "approved" if action else "dismissed", details) as op:
@@ -332,28 +332,42 @@ class ReviewQueue:
     # -- fixes -----------------------------------------------------------------------------
 
     def _apply(self, item: Item, chosen: tuple[str, ...] = ()) -> list[str]:
-        fix = item.fix
-        action = fix["action"]
-        if action == "resolve-conflict":
-            return self._resolve_conflict(fix, chosen)
-        if action == "apply-op":
-            return self._apply_held_op(fix)
-        if action == "ingest-source":
-            return self._approve_source_cost(fix)
-        if action in ("dispute-claim", "supersede-claim"):
-            return self._restatus_claim(fix, "disputed" if action == "dispute-claim" else "superseded")
-        if action == "create-stub":
-            return self._create_stub(fix)
-        if action == "link-from-overview":
-            return self._link_from_overview(str(fix["page"]))
-        if action == "rebuild-index":
-            self.catalog.refresh()
-            self.op.rebuild_index()
-            return ["wiki/index.md"]
-        if action == "write-page":
-            return self._write([PageChange(str(fix["page"]), str(fix["text"]), fix.get("base"),
-                                           "approved in REVIEW.md")])
-        raise FixNotApplicable(f"unknown fix {action!r}")
+        """The item's fix, through the table below; the paths it wrote."""
+        try:
+            apply = _FIXES[FixAction(item.fix["action"])]
+        except ValueError:
+            raise FixNotApplicable(f"unknown fix {item.fix['action']!r}") from None
+        return apply(self, item.fix, chosen)
+
+    def _fix_resolve_conflict(self, fix: Mapping[str, Any], chosen: tuple[str, ...]) -> list[str]:
+        return self._resolve_conflict(fix, chosen)
+
+    def _fix_apply_op(self, fix: Mapping[str, Any], _chosen: tuple[str, ...]) -> list[str]:
+        return self._apply_held_op(fix)
+
+    def _fix_ingest_source(self, fix: Mapping[str, Any], _chosen: tuple[str, ...]) -> list[str]:
+        return self._approve_source_cost(fix)
+
+    def _fix_dispute_claim(self, fix: Mapping[str, Any], _chosen: tuple[str, ...]) -> list[str]:
+        return self._restatus_claim(fix, "disputed")
+
+    def _fix_supersede_claim(self, fix: Mapping[str, Any], _chosen: tuple[str, ...]) -> list[str]:
+        return self._restatus_claim(fix, "superseded")
+
+    def _fix_create_stub(self, fix: Mapping[str, Any], _chosen: tuple[str, ...]) -> list[str]:
+        return self._create_stub(fix)
+
+    def _fix_link_from_overview(self, fix: Mapping[str, Any], _chosen: tuple[str, ...]) -> list[str]:
+        return self._link_from_overview(str(fix["page"]))
+
+    def _fix_rebuild_index(self, _fix: Mapping[str, Any], _chosen: tuple[str, ...]) -> list[str]:
+        self.catalog.refresh()
+        self.op.rebuild_index()
+        return ["wiki/index.md"]
+
+    def _fix_write_page(self, fix: Mapping[str, Any], _chosen: tuple[str, ...]) -> list[str]:
+        return self._write([PageChange(str(fix["page"]), str(fix["text"]), fix.get("base"),
+                                       "approved in REVIEW.md")])
 
     def _approve_source_cost(self, fix: Mapping[str, Any]) -> list[str]:
         """A costly source ticked: the waiting job is due now and goes through at full size."""
@@ -507,6 +521,21 @@ class ReviewQueue:
 
 
 # -- the daemon's jobs ----------------------------------------------------------------------------
+
+# Every fix a REVIEW.md item can carry, and the method that applies it (a FixAction without an
+# entry fails the test that reads this table).
+_FIXES: dict[FixAction, Callable[[ReviewQueue, Mapping[str, Any], tuple[str, ...]], list[str]]] = {
+    FixAction.RESOLVE_CONFLICT: ReviewQueue._fix_resolve_conflict,
+    FixAction.APPLY_OP: ReviewQueue._fix_apply_op,
+    FixAction.INGEST_SOURCE: ReviewQueue._fix_ingest_source,
+    FixAction.DISPUTE_CLAIM: ReviewQueue._fix_dispute_claim,
+    FixAction.SUPERSEDE_CLAIM: ReviewQueue._fix_supersede_claim,
+    FixAction.CREATE_STUB: ReviewQueue._fix_create_stub,
+    FixAction.LINK_FROM_OVERVIEW: ReviewQueue._fix_link_from_overview,
+    FixAction.REBUILD_INDEX: ReviewQueue._fix_rebuild_index,
+    FixAction.WRITE_PAGE: ReviewQueue._fix_write_page,
+}
+
 
 LINT_CHECK_SECONDS = 300.0
 
