@@ -6,7 +6,7 @@ from __future__ import annotations
 import fcntl
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -115,3 +115,91 @@ def holder_gone(identity: dict[str, object]) -> bool:
     started = identity.get("started")
     now_started = process_start(pid)
     return bool(started and now_started and started != now_started)
+
+
+# -- per-page locks between the workers of one process ---------------------------------------
+
+
+class PageLocks:
+    """Pages an ingest is planning against, held from the moment it has chosen them until its
+    commit, so two workers never build on the same old text of a page: the second waits for the
+    first's commit, then reads the new text (only a person's edit is ever a conflict).
+
+    One instance per process (the pipeline's); the vault write lock still orders the commits.
+    Pages are taken in sorted order and a holder never waits while holding (:meth:`Holder.hold`
+    gives back what it holds and takes the whole set again in order), so two holders cannot
+    deadlock on each other."""
+
+    def __init__(self) -> None:
+        self._guard = threading.Condition()
+        self._owners: dict[str, int] = {}  # page -> holder id
+        self._waiting = 0  # holders waiting for pages another holds
+
+    @contextmanager
+    def holder(self) -> Iterator[PageHolder]:
+        holder = PageHolder(self)
+        try:
+            yield holder
+        finally:
+            holder.release()
+
+    def _take(self, owner: int, pages: set[str], *, wait: bool) -> bool:
+        with self._guard:
+            while True:
+                busy = [p for p in pages if self._owners.get(p, owner) != owner]
+                if not busy:
+                    for page in pages:
+                        self._owners[page] = owner
+                    return True
+                if not wait:
+                    return False
+                self._waiting += 1
+                try:
+                    self._guard.wait()
+                finally:
+                    self._waiting -= 1
+
+    def _give_back(self, owner: int, pages: set[str]) -> None:
+        with self._guard:
+            for page in pages:
+                if self._owners.get(page) == owner:
+                    del self._owners[page]
+            self._guard.notify_all()
+
+    def held(self) -> dict[str, int]:
+        with self._guard:
+            return dict(self._owners)
+
+    def waiting(self) -> int:
+        """How many holders wait for a page another holds (for status and tests)."""
+        with self._guard:
+            return self._waiting
+
+
+class PageHolder:
+    """One ingest's share of :class:`PageLocks`."""
+
+    def __init__(self, locks: PageLocks) -> None:
+        self._locks = locks
+        self.pages: set[str] = set()
+        self.waited = False  # another worker held one of them: what was read before is stale
+
+    def hold(self, pages: Iterable[str]) -> bool:
+        """Hold ``pages`` too (with those already held); True if it had to wait for another
+        worker (its plan must re-read what it read before)."""
+        wanted = set(pages) - self.pages
+        if not wanted:
+            return False
+        if self._locks._take(id(self), wanted, wait=False):
+            self.pages |= wanted
+            return False
+        # Never wait while holding: give back, then take everything at once.
+        self._locks._give_back(id(self), self.pages)
+        self._locks._take(id(self), self.pages | wanted, wait=True)
+        self.pages |= wanted
+        self.waited = True
+        return True
+
+    def release(self) -> None:
+        self._locks._give_back(id(self), self.pages)
+        self.pages = set()

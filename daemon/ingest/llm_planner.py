@@ -20,6 +20,7 @@ import re
 import threading
 import time
 from collections import Counter, OrderedDict
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
@@ -78,6 +79,7 @@ SCHEMA_SECTIONS_NOT_FOR_INGEST = ("Daily logs",)
 # Room for page views even when the source part fills the budget: claims the source speaks
 # about are worth sending over a slightly larger prompt.
 MIN_PAGES_CHARS = 1500
+ROUTE_AGAIN = 3  # routings after waiting for another worker, before the door's check takes over
 
 
 # -- routing ----------------------------------------------------------------------------------
@@ -227,7 +229,12 @@ class ModelPlanner:
 
     # -- the protocol ----------------------------------------------------------------------
 
-    def plan(self, record: FileRecord, source: SourceText, data: bytes, today: date) -> IngestPlan:
+    holds_pages = True  # takes the pipeline's per-page locks on the pages it routes to
+
+    def plan(self, record: FileRecord, source: SourceText, data: bytes, today: date,
+             hold: Callable[[Iterable[str]], bool] | None = None) -> IngestPlan:
+        """``hold``: takes the pages this plan reads and may write until the pipeline's commit
+        (True when it had to wait for another worker's commit to them)."""
         if self._auth_error:
             raise LLMAuthError(self._auth_error)
         wait = self._paused_until - time.time()
@@ -248,6 +255,8 @@ class ModelPlanner:
         )
         exclude = {page, *SPECIAL_PAGES} - {"overview"}
         routing = route(self.catalog, text, exclude)
+        if hold is not None:
+            routing = self._hold_routed(page, routing, hold, lambda: route(self.catalog, text, exclude))
         parts, routing = self._bound_cost(record, page, text, parts, routing, exclude, workspace, today)
         replies: list[dict[str, Any]] = []
         usage_in = usage_out = 0
@@ -314,6 +323,18 @@ class ModelPlanner:
             links=touched, claims_added=workspace.claims_added, claims_superseded=workspace.claims_superseded,
             tokens_in=usage_in, tokens_out=usage_out, cost_usd=cost, held_for_review=held, trailers=trailers,
         )
+
+    @staticmethod
+    def _hold_routed(page: str, routing: Routing, hold: Callable[[Iterable[str]], bool],
+                     again: Callable[[], Routing]) -> Routing:
+        """The routed pages held before any is read: a worker that waited for another's commit
+        routes again on the catalogue as that commit left it (at most a few times; a page still
+        moving after that is caught by the door's check and planned again)."""
+        for _ in range(ROUTE_AGAIN):
+            if not hold([page, *routing.candidates, *routing.claim_keys]):
+                return routing
+            routing = again()
+        return routing
 
     def _normaliser(self, text: str, today: date) -> Normaliser:
         """What resolves the model's page names, claim keys and dates for this ingest."""

@@ -31,7 +31,7 @@ from ..core.errors import (
     SourceRejected,
     WikiwrightError,
 )
-from ..core.locks import vault_write_lock
+from ..core.locks import PageLocks, vault_write_lock
 from ..core.opkinds import OpKind
 from ..door import Door
 from ..door.sourceclaims import SourceClaims
@@ -99,6 +99,10 @@ class Pipeline:
         self.retry_not_ready_seconds = RETRY_NOT_READY
         self.retry_io_seconds = RETRY_IO
         self.claims = SourceClaims(self.config, self.repo, self.ledger)
+        # Shared by this pipeline's workers: a planner that routes to pages (the model's) holds
+        # them from routing to commit, so a second worker on the same page waits, then reads
+        # the first one's text instead of planning on a page about to change.
+        self.page_locks = PageLocks()
         self._replanning: set[str] = set()  # sources whose plan the door found outdated
         self._replan_lock = threading.Lock()
         self._unreleased: list[tuple[FileRecord, str]] = []
@@ -191,9 +195,13 @@ class Pipeline:
             replanning = record.sha256 in self._replanning
             self._replanning.discard(record.sha256)
         held = vault_write_lock(self.vault.state) if replanning else contextlib.nullcontext()
-        with getattr(planner, "serial", None) or contextlib.nullcontext(), held:
+        with getattr(planner, "serial", None) or contextlib.nullcontext(), held, self.page_locks.holder() as pages:
             if isinstance(planner, ReadsAhead):
                 plan = planner.plan_read(record, reading, self.clock())
+            elif getattr(planner, "holds_pages", False) and not replanning:
+                # Not while replanning: that holds the vault's write lock, which a page's
+                # holder waits for at its commit (a wait for its pages here would be a deadlock).
+                plan = planner.plan(record, source, data, self.clock(), hold=pages.hold)  # type: ignore[call-arg]
             else:
                 plan = planner.plan(record, source, data, self.clock())
             if self.stop.is_set():
