@@ -47,9 +47,10 @@ from tests.helpers import git
 POINTS = tuple(p for p in (*CORE_POINTS, *DOOR_POINTS) if p != "door-recovered")
 # Where a second crash lands while the first one is recovered.
 RECOVERY_POINTS = ("after-rename", "door-recovered")
-KINDS = ("ingest", "lint-fix", "review-approval", "review-rejection", "consolidate", "revert", "retract", "answer",
-         "init", "logs", "sync")
+KINDS = ("ingest", "lint", "lint-fix", "review-approval", "review-rejection", "review-request", "consolidate",
+         "revert", "retract", "answer", "init", "logs", "sync", "user-edit")
 PERSON = "Test Person"
+PERSONS_LINE = "A person's note, not yet committed."
 SOURCE = "# Billing\n\nThe billing API answers within 200 ms. Billing runs nightly.\n"
 
 
@@ -153,10 +154,40 @@ def _logs(root: Path) -> None:
         commit_quiet_logs(door, 0)
 
 
+def _lint(root: Path) -> None:
+    queue = ReviewQueue(load_config(root), Vault(root))
+    try:
+        queue.run_lint_and_sync()
+    finally:
+        queue.close()
+
+
+# A source over this bound waits for a person in REVIEW.md: the model planner refuses it on its
+# estimate, before any call (so no model server is needed; the address below is never reached).
+_COSTLY = '''[llm]
+model = "openai/crash-test"
+api_base = "http://127.0.0.1:9/v1"
+api_key_env = "WIKIWRIGHT_CRASH_TEST_KEY"
+max_tokens_per_source = 20
+'''
+
+
+def _drain_with_model(root: Path) -> None:
+    from wikiwright.ingest.llm_planner import ModelPlanner
+
+    os.environ["WIKIWRIGHT_CRASH_TEST_KEY"] = "unused"
+    with _door(root) as door:
+        door.ledger.reset_running()
+        planner = ModelPlanner(door.config, door.vault, door.ledger, door.catalog)
+        pipeline = Pipeline(door, planner=planner)
+        while pipeline.drain_once() is not None:
+            pass
+
+
 OPERATIONS: dict[str, Callable[[Path], None]] = {
     "ingest": _drain, "lint-fix": _review, "review-approval": _review, "review-rejection": _review,
     "consolidate": _consolidate, "revert": _revert, "retract": _retract, "answer": _answer, "init": _init,
-    "logs": _logs, "sync": _sync,
+    "logs": _logs, "sync": _sync, "lint": _lint, "review-request": _drain_with_model, "user-edit": _drain,
 }
 
 
@@ -201,6 +232,24 @@ def _base(kind: str, root: Path) -> None:
                                       "base": None}, "-")
     elif kind == "sync":
         _two_machines(root)
+    elif kind == "lint":
+        _ingested(root)
+        lonely = "---\ntype: topic\ntitle: Lonely\n---\n# Lonely\n\nNobody links here.\n"
+        (root / "wiki" / "lonely.md").write_text(lonely)
+        git(root, "add", "wiki/lonely.md")
+        git(root, "commit", "-q", "-m", "a page nobody links to")
+    elif kind == "review-request":
+        init_vault(root, "wikiwright", "wikiwright@localhost")
+        (root / ".wikiwright" / "config.toml").write_text(_COSTLY, encoding="utf-8")
+        (root / "raw" / "src.md").write_text(SOURCE)
+        _register(root)
+    elif kind == "user-edit":
+        _ingested(root)
+        page = root / "wiki" / "overview.md"  # every offline ingest writes its generated block
+        page.write_text(page.read_text() + f"\n{PERSONS_LINE}\n")
+        (root / "raw" / "more.md").write_text("# Exports\n\nThe export runs hourly.\n")
+        with _door(root) as door:
+            Registrar(door.vault, door.ledger, 10**7, threading.Event()).register(root / "raw" / "more.md")
     elif kind == "logs":
         _ingested(root)
         when = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
@@ -270,6 +319,16 @@ def _audit(root: Path, kind: str, allowed_person_lines: set[str], already: int =
     assert not (root / ".wikiwright" / "journal.json").exists()
 
 
+def _audit_persons_edit(root: Path, kind: str) -> None:
+    """user-edit: the person's line committed once, under their name, and still on the page."""
+    if kind != "user-edit":
+        return
+    theirs = git(root, "log", f"--author={PERSON}", "--format=%H", "--", "wiki/overview.md").split()
+    assert len(theirs) == 1, theirs
+    assert PERSONS_LINE in git(root, "show", theirs[0])
+    assert PERSONS_LINE in (root / "wiki" / "overview.md").read_text()
+
+
 @pytest.fixture
 def scratch(tmp_path: Path) -> Iterator[Path]:
     """Vaults in memory when the machine has a tmpfs: 160 crashes cost fsyncs, not what is tested."""
@@ -290,10 +349,16 @@ def test_every_crash_point_then_a_second_crash_in_recovery(scratch: Path, kind: 
     _base(kind, base)
     review = base / "REVIEW.md"
     allowed = {line.strip() for line in review.read_text().splitlines()} if review.exists() else set()
+    if kind != "init":
+        allowed |= _person_lines(base)  # what the person had committed before (lint's lonely page)
+    # A person's uncommitted edit is committed under their name by the ingest that finds it.
+    audited = "ingest" if kind == "user-edit" else kind
+    if kind == "user-edit":
+        allowed.add(PERSONS_LINE)
     # Commits of this kind already in the history the operation builds on (a synced vault's
     # earlier rounds, here and on the remote as fetched).
     subjects = git(base, "log", "--author=wikiwright", "--format=%s", "--all").splitlines() if kind != "init" else []
-    already = sum(subject.startswith(f"{kind}:") for subject in subjects)
+    already = sum(subject.startswith(f"{audited}:") for subject in subjects)
     operation = OPERATIONS[kind]
     reached = []
     # Every point once; the second crash (during recovery) after the crash that leaves the most
@@ -305,13 +370,15 @@ def test_every_crash_point_then_a_second_crash_in_recovery(scratch: Path, kind: 
         shutil.copytree(base, root, symlinks=True)
         if not _run(operation, root, point):
             assert not again, f"{kind} never reached {point}"
-            _audit(root, kind, allowed, already)  # ran to the end: the plain operation is audited the same way
+            _audit(root, audited, allowed, already)  # ran to the end: the plain operation is audited the same way
+            _audit_persons_edit(root, kind)
             continue
         reached.append(point)
         if again:
             _run(_recover, root, again)  # a second crash while recovering (or none if not reached)
         operation(root)  # the restart: recovery, then the operation again
-        _audit(root, kind, allowed, already)
+        _audit(root, audited, allowed, already)
+        _audit_persons_edit(root, kind)
         shutil.rmtree(root)
     # Every operation passes the journal, a file write and the commit (a sync round its own
     # journal, its merged files and its merge commit).
@@ -333,3 +400,10 @@ def test_the_sweep_checks_would_catch_a_half_operation(tmp_path: Path) -> None:
         op.write([PageChange("stray", "# Stray\n\nmore\n")])
     with pytest.raises(AssertionError, match="did not write"):
         _audit(root, "ingest", set())
+
+
+def test_the_sweep_covers_every_operation_kind() -> None:
+    from wikiwright.core.opkinds import OpKind
+
+    assert set(KINDS) == {kind.value for kind in OpKind} - {OpKind.MANUAL.value}  # never written by wikiwright
+    assert set(OPERATIONS) == set(KINDS)
