@@ -63,6 +63,14 @@ first second third last next previous new old example examples
 
 
 # Frequent verbs and adverbs that make a keyphrase a clause rather than a name.
+# Words that open a phrase praising or counting something, not naming it ("powerful prompt
+# management", "multiple providers").
+_PRAISE = frozenset("""
+powerful simple simpler easy easier fast faster quick quickly flexible robust seamless seamlessly great
+best better modern efficient lightweight complete comprehensive intuitive various multiple several
+numerous different many few full fully advanced
+""".split())  # noqa: SIM905 - a word list reads better as prose
+
 _VERBISH = frozenset("""
 run runs ran running found find finds make makes made read reads write writes ship ships shipped
 build builds built get gets got set sets give gives keep keeps call calls called show shows need needs
@@ -141,6 +149,11 @@ def common_word_reason(label: str, project: str = "") -> str:
     return ""
 
 
+def capitalised_word(label: str) -> bool:
+    """An acronym-shaped word that is also a common word of the language (KEY, POST, HEAD)."""
+    return bool(re.fullmatch(r"[A-Z]{2,9}", label)) and zipf(label.casefold()) >= COMMON_ZIPF
+
+
 def _good_label(label: str) -> bool:
     words = label.split()
     if not words or len(label) < 2 or len(label) > 60 or len(words) > 4:
@@ -203,7 +216,10 @@ def mention_sentence(label: str, sentences: list[str], folded_sentences: list[st
         if folded not in low:
             continue
         if pattern is None:
-            pattern = re.compile(rf"(?<![\w-]){re.escape(label)}(?![\w-])", re.IGNORECASE)
+            # An acronym is that name only as written: "the master key" does not mention KEY,
+            # nor `lite keys delete` DELETE, nor a `csrf_token` CSRF.
+            flags = 0 if re.fullmatch(r"[A-Z][A-Z0-9+#&-]{1,9}", label) else re.IGNORECASE
+            pattern = re.compile(rf"(?<![\w-]){re.escape(label)}(?![\w-])", flags)
         if pattern.search(sentence):
             score = _definition_score(label, sentence)
             if score > best_score:
@@ -314,9 +330,13 @@ def extract_terms(body: str, title: str, sentences: list[str], limit: int = MAX_
         key = term_key(label)
         if not key or is_generic_title(key) or common_word_reason(label, project):
             return
+        if capitalised_word(label) and (len(label) == 2 or tokens[label] <= tokens[label.lower()]):
+            # KEY taken from "API KEY" where the prose says "key": the word, not a name; two
+            # letters (ID, OK) are words in any case.
+            return
         if " " in label and label.islower():
             if label not in tails:
-                tails[label] = _inside_longer(label, folded_prose)
+                tails[label] = _inside_longer(label, folded_prose) or _cut_before_its_end(label, folded_prose)
             if tails[label]:
                 return  # "line interface" is a piece of "command-line interface"
         if " " not in label and not _name_shaped(label):
@@ -414,6 +434,18 @@ def _inside_longer(phrase: str, folded_prose: str) -> bool:
                      if m.group(1) not in _STOPWORDS and not m.group(1).isdigit())
     total = folded_prose.count(phrase.casefold())
     return bool(before) and before.most_common(1)[0][1] >= 0.6 * max(1, total)
+
+
+def _cut_before_its_end(phrase: str, folded_prose: str) -> bool:
+    """Most occurrences of ``phrase`` go on with the same content word: it is the start of a
+    longer phrase cut short ("enables team-based prompt" in "… prompt management"), or it
+    opens with praise rather than a name ("powerful prompt management")."""
+    if phrase.split()[0] in _PRAISE:
+        return True
+    after = Counter(m.group(1) for m in re.finditer(rf"\b{re.escape(phrase.casefold())}[\s-]+(\w+)", folded_prose)
+                    if m.group(1) not in _STOPWORDS and not m.group(1).isdigit())
+    total = folded_prose.count(phrase.casefold())
+    return bool(after) and after.most_common(1)[0][1] >= 0.6 * max(1, total)
 
 
 def _drop_contained(ranked: list[str], labels: dict[str, Counter[str]], folded_prose: str) -> list[str]:

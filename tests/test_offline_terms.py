@@ -1,0 +1,62 @@
+"""Which words the offline engine takes for names (a page each when two sources share one):
+an acronym only as written, a common word in capitals only where the prose writes it so, and no
+phrase cut before its end or opened by praise. On the real pipeline (services fixture)."""
+
+from __future__ import annotations
+
+from wikiwright.ingest.terms import extract_terms
+from wikiwright.wiki.pages import parse_page
+
+from tests.conftest import Services
+
+
+def _terms(text: str) -> set[str]:
+    sentences = [s.strip() for s in text.replace("\n", " ").split(". ") if s.strip()]
+    return {t.label for t in extract_terms(text, "Notes", sentences)}
+
+
+def _concept_titles(services: Services) -> set[str]:
+    titles = set()
+    for path in services.vault.wiki.glob("*.md"):
+        meta = parse_page(path.read_text(encoding="utf-8")).meta
+        if meta.get("type") in ("concept", "entity"):
+            titles.add(str(meta.get("title")))
+    return titles
+
+
+def test_a_common_word_in_capitals_is_a_name_only_where_the_prose_writes_it_so() -> None:
+    key = ("Set LITELLM_PROXY_API_KEY before you start. The master key is never a fallback. "
+           "A key that was not issued for the server is refused. Rotate the key every month. See API KEY.")
+    assert "KEY" not in _terms(key)  # the prose says "key": KEY is that word
+    head = "The HEAD of the branch carries the Check. The Check runs on HEAD before each deploy of the service."
+    assert "HEAD" in _terms(head)  # written in capitals every time: a name
+    assert "ID" not in _terms("Pass the session ID of the run. Every session ID is unique to the Run.")
+
+
+def test_an_acronym_is_not_mentioned_by_its_lower_case_word_or_code(services: Services) -> None:
+    """Two sources say DELETE (an HTTP method) after a sentence with `delete` (a command).
+    Old code: the DELETE page quoted `lite keys delete` as each source's mention."""
+    services.drop("methods.md", "# Client\n\nOne-shot commands such as `lite keys delete` never pick up "
+                                "that server. The DELETE method removes a resource for good.\n")
+    services.drop("cli.md", "# Keys\n\nRun `lite keys delete` to remove a key from the proxy. A DELETE "
+                            "request to the key route removes it as well.\n")
+    assert {r.state for r in services.drain()} == {"ingested"}
+    page = services.vault.wiki / "delete.md"
+    assert page.exists(), sorted(p.name for p in services.vault.wiki.glob("*.md"))
+    quoted = [line for line in page.read_text(encoding="utf-8").splitlines() if line.startswith(("- [[src", "> "))]
+    assert len(quoted) >= 3, quoted
+    assert all("DELETE" in line for line in quoted if not line.startswith("> —")), quoted
+
+
+def test_a_phrase_cut_before_its_end_or_opened_by_praise_gets_no_page(services: Services) -> None:
+    """Two templated READMEs share whole sentences: every piece of them is "shared by two
+    sources". Old code: pages "enables team-based prompt" and "powerful prompt management"."""
+    for host in ("GitLab", "Bitbucket"):
+        services.drop(f"{host.lower()}.md", (
+            f"# LiteLLM {host} Prompt Management\n\nA powerful prompt management integration for {host}. "
+            f"This enables team-based prompt management with {host}'s built-in access control and version "
+            f"control capabilities. Prompts are stored as files in the repository.\n"))
+    assert {r.state for r in services.drain()} == {"ingested"}
+    titles = {t.casefold() for t in _concept_titles(services)}
+    assert "enables team-based prompt" not in titles, titles
+    assert not {t for t in titles if t.startswith("powerful")}, titles
