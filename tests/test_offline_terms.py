@@ -60,3 +60,14 @@ def test_a_phrase_cut_before_its_end_or_opened_by_praise_gets_no_page(services: 
     titles = {t.casefold() for t in _concept_titles(services)}
     assert "enables team-based prompt" not in titles, titles
     assert not {t for t in titles if t.startswith("powerful")}, titles
+
+
+def test_a_section_grown_in_place_keeps_its_blank_line_before_the_next_heading() -> None:
+    """A source page's "Related pages" list, extended when a later source makes a concept page,
+    stayed glued to the "## Secrets" heading after it (old code: no blank line between)."""
+    from wikiwright.wiki.pages import get_section, set_section
+
+    body = "# T\n\n## Related pages\n\n- [[a]]\n\n## Secrets\n\nRedacted.\n"
+    grown = set_section(body, "Related pages", (get_section(body, "Related pages") or "").rstrip("\n") + "\n- [[b]]\n")
+    assert "- [[b]]\n\n## Secrets\n" in grown, grown
+    assert set_section(grown, "Secrets", "## Secrets\n\nRedacted.\n") == grown  # the last section: nothing added

@@ -199,6 +199,8 @@ def set_section(body: str, heading: str, text: str) -> str:
     parts = split_sections(body)
     for index, (name, _) in enumerate(parts):
         if name and name.casefold() == heading.casefold():
+            if text and index + 1 < len(parts) and not text.endswith("\n\n"):
+                text += "\n"  # a blank line before the next heading, as every section has
             parts[index] = (name, text)
             return "".join(chunk for _, chunk in parts)
     joined = "".join(chunk for _, chunk in parts)
