@@ -34,6 +34,7 @@ from collections.abc import Iterable
 from ..core.config import Config
 from ..core.errors import WikiwrightError
 from ..intake.ledger import FileRecord, Ledger
+from ..vcs.queries import for_each_ref, update_refs
 from ..vcs.remote import PushResult, Remote, RemoteError
 from ..vcs.repo import GitRepo, git
 
@@ -144,10 +145,8 @@ class SourceClaims:
         prefix = self._tracking() + "/"
         # A few: their own refs (the claims this vault knows grow with its sources); many: all.
         patterns = [prefix + sha for sha in sorted(wanted)] if len(wanted) <= 64 else [prefix]
-        out = self.repo.run("for-each-ref", "--format=%(refname)%09%(contents:subject)", *patterns)
         owners = {}
-        for line in out.splitlines():
-            ref, _, subject = line.partition("\t")
+        for ref, subject in for_each_ref(self.repo, patterns, ("refname", "contents:subject")):
             sha = ref[len(prefix):]
             if sha in wanted:
                 owners[sha] = subject.rpartition(" by ")[2].strip() or "unknown"
@@ -172,8 +171,7 @@ class SourceClaims:
                     if results.get(self._ref(sha)) in (PushResult.PUSHED, PushResult.UP_TO_DATE)]
             if mine:
                 # Recorded as the next fetch would: these claims are this machine's.
-                lines = "".join(f"update {self._tracking()}/{sha} {commit}\n" for sha, commit in mine)
-                self.repo.run("update-ref", "--stdin", input=lines.encode("ascii"))
+                update_refs(self.repo, {f"{self._tracking()}/{sha}": commit for sha, commit in mine})
             if any(result is PushResult.REJECTED for result in results.values()):
                 try:
                     self.remote.fetch()  # the other machines' claims, as tracking refs
