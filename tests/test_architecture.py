@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import re
+import textwrap
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
@@ -429,3 +430,60 @@ def test_the_wikiwright_folder_listed_in_design_is_what_the_code_keeps_there() -
     in_code, in_design = state_names_in_code(), state_names_in_design()
     assert in_code == in_design, (f"in the code, not in DESIGN.md §1: {sorted(in_code - in_design)}; "
                                   f"in DESIGN.md §1, not in the code: {sorted(in_design - in_code)}")
+
+
+# -- each check catches what it is for -----------------------------------------------------------
+# A rule that cannot fail checks nothing: each checker is run on a small module that breaks it.
+
+def _module(rel: str, source: str) -> Module:
+    text = textwrap.dedent(source)
+    return Module(rel, ast.parse(text), text)
+
+
+def test_each_check_fails_on_a_module_that_breaks_its_rule() -> None:
+    assert room_order_problems((_module("core/bad.py", "from ..door import Door\n"),)) == \
+        ["core/bad.py imports door"]
+    git_calls = _module("upkeep/bad.py", """
+        import subprocess
+        from ..vcs.repo import git_status
+        def f(self, repo):
+            self.repo.run("rev-list", "--all")
+            repo.run("ls-files")
+            subprocess.run(["git", "log"])
+            git_status(repo, "merge-base")
+    """)
+    assert len(git_problems((git_calls,))) == 5, git_problems((git_calls,))
+    databases = _module("query/bad.py", """
+        import sqlite3 as lite
+        from ..core.sqlitedb import open_db
+        def f(vault, schema):
+            lite.connect(vault.state / "state.db")
+            open_db(vault.state / "catalog.db", schema)
+    """)
+    assert len(database_problems((databases,))) == 2, database_problems((databases,))
+    writes = _module("upkeep/bad.py", """
+        import os
+        def f(vault, text):
+            (vault.wiki / "x.md").write_text(text)
+            open(vault.review_file, "a").write(text)
+            os.replace("tmp", vault.wiki / "y.md")
+            fd = os.open("z", os.O_WRONLY | os.O_CREAT)
+            text.replace("a", "b")  # a string's replace: no write
+    """)
+    assert len(write_problems((writes,))) == 4, write_problems((writes,))
+    listed = _module("runtime/mcp_server.py", """
+        class WikiTools:
+            def ingest_text(self, text):
+                atomic_write_text(self.vault.wiki_path("note.md"), text)
+    """)
+    assert write_problems((listed,)) == \
+        ["runtime/mcp_server.py:4: WikiTools.ingest_text: atomic_write_text of a file under wiki/ or REVIEW.md"]
+    kept = _module("runtime/bad.py", """
+        def f(vault, name):
+            return vault.state / "secret.json", vault.root / ".wikiwright" / f"{name}.tmp"
+    """)
+    assert state_names_in_code((kept,)) == {"secret.json", "*.tmp"}
+    design = DESIGN.read_text(encoding="utf-8")
+    assert "    heartbeat.json" in design
+    assert state_names_in_design(design.replace("    heartbeat.json ", "    beat.json      ")) == \
+        state_names_in_design() - {"heartbeat.json"} | {"beat.json"}
