@@ -25,9 +25,10 @@ that spends a model call), this machine pushes a claim for its sha256 to the rem
   seen: ``--force-with-lease``) and locally. After that the ledger's duplicate rule does the
   claim's job: a machine that has synced since knows the bytes and records a copy as a
   duplicate without planning it. A claim of bytes no ingest of which has been published (still
-  pending on its machine, or waiting out the grace) stays. So the claims on the remote are
-  those of the last grace period's sources, not one per source ever ingested, and the refs a
-  fetch lists do not grow with the vault.
+  pending on its machine, or waiting out the grace) stays. This machine looks for claims to
+  prune while it claims (at most once every ``PRUNE_EVERY`` seconds); :meth:`SourceClaims.prune`
+  does it on demand. So the claims on the remote are those of recent sources, not one per
+  source ever ingested, and the refs each fetch is shown do not grow with the vault.
 
 The remote is untrusted: a claim only ever delays an ingest (by at most the grace period), and
 nothing of a claim's content is read but its subject line.
