@@ -1,11 +1,11 @@
 """The one door (issue 15): regression tests on the real CLI and real git for the defects the
 door removes — a person's index.md text deleted (1), a crash attributing the daemon's text to
 the person (2), an unmergeable edit hidden in .wikiwright/conflicts (5), a second one-shot
-ingest dropping its file (10) — and the room order of the package."""
+ingest dropping its file (10). (The room order and the other rules about the code's shape are
+checked in tests/test_architecture.py.)"""
 
 from __future__ import annotations
 
-import ast
 import os
 import re
 import subprocess
@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from tests.fault_tools import assert_doctor_green, ledger_rows, new_vault, note
-from tests.helpers import REPO_ROOT, cli, git, wait_for
+from tests.helpers import cli, git, wait_for
 from tests.llm_server import ScriptedServer
 from tests.model_helpers import reply
 
@@ -133,69 +133,3 @@ def test_two_one_shot_ingests_at_once_both_ingest_and_neither_says_queued(tmp_pa
     assert rows["raw/single.md"][0] == "ingested"
     assert all(rows[f"raw/batch-{n}.md"][0] == "ingested" for n in range(BATCH))
     assert_doctor_green(root)
-
-
-# -- room order ---------------------------------------------------------------------------------
-
-ROOMS = ["core", "vcs", "intake", "wiki", "door", "ingest", "upkeep", "memory", "history", "query", "runtime",
-         "cli"]
-
-
-def _room_imports() -> dict[tuple[str, str], set[str]]:
-    """(room, module) -> rooms it imports (relative imports, at any depth in the module)."""
-    found: dict[tuple[str, str], set[str]] = {}
-    for path in sorted((REPO_ROOT / "daemon").glob("*/**/*.py")):
-        room = path.relative_to(REPO_ROOT / "daemon").parts[0]
-        depth = len(path.relative_to(REPO_ROOT / "daemon").parts) - 1
-        targets: set[str] = set()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ImportFrom) and node.level:
-                if node.level == depth + 1 and node.module:  # from ..room.x import …
-                    targets.add(node.module.split(".")[0])
-                elif node.level == depth and node.level >= 1:  # from .x import … (same room)
-                    targets.add(room)
-        found[(room, path.relative_to(REPO_ROOT / "daemon").as_posix())] = targets - {room}
-    return found
-
-
-def test_no_room_imports_a_room_downstream_of_it() -> None:
-    bad = [f"{module} imports {target}" for (room, module), targets in _room_imports().items()
-           for target in targets if target in ROOMS and ROOMS.index(target) > ROOMS.index(room)]
-    unknown = sorted({room for room, _ in _room_imports()} - set(ROOMS))
-    assert not unknown, f"folders that are not rooms in the order: {unknown}"
-    assert not bad, "imports against the room order (core → … → cli):\n" + "\n".join(bad)
-
-
-def test_no_import_cycle_between_rooms() -> None:
-    edges: dict[str, set[str]] = {}
-    for (room, _), targets in _room_imports().items():
-        edges.setdefault(room, set()).update(t for t in targets if t in ROOMS)
-    seen: dict[str, int] = {}
-
-    def visit(room: str, path: list[str]) -> None:
-        if seen.get(room) == 1:
-            raise AssertionError("import cycle between rooms: " + " → ".join([*path, room]))
-        if seen.get(room) == 2:
-            return
-        seen[room] = 1
-        for nxt in sorted(edges.get(room, ())):
-            visit(nxt, [*path, room])
-        seen[room] = 2
-
-    for room in sorted(edges):
-        visit(room, [])
-
-
-def test_only_the_door_commits_or_writes_pages() -> None:
-    """Nothing outside daemon/door/ and daemon/vcs/ runs a commit or writes index.md/log.md/pages."""
-    offenders = []
-    pattern = re.compile(r"\.commit_(paths|contents|blobs)\(|\bcommit_person_edits\(|[\"']commit[\"'], \"-|"
-                         r"commit-tree|update-ref|(?<![.\w])(rebuild_index|append_log)\(")
-    for path in sorted((REPO_ROOT / "daemon").rglob("*.py")):
-        rel = path.relative_to(REPO_ROOT / "daemon").as_posix()
-        if rel.startswith(("door/", "vcs/")):
-            continue
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-            if pattern.search(line) and not line.lstrip().startswith("#"):
-                offenders.append(f"{rel}:{number}: {line.strip()}")
-    assert not offenders, "\n".join(offenders)

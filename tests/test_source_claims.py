@@ -8,6 +8,8 @@ other waits for that ingest to arrive with sync and never calls the model.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import subprocess
 from collections import Counter
 from pathlib import Path
@@ -147,3 +149,68 @@ def test_an_unreachable_remote_claims_nothing_and_the_source_is_ingested_here(
     paused = [r for r in caplog.records if "source claims paused" in r.getMessage()]
     assert len(paused) == 1, [r.getMessage() for r in caplog.records]
     away.rename(remote)
+
+
+def _claimed(root: Path, namespace: str) -> set[str]:
+    """The sha256s with a claim ref under ``namespace`` in the repository at ``root``."""
+    out = git(root, "for-each-ref", "--format=%(refname)", namespace)
+    return {ref.rsplit("/", 1)[1] for ref in out.split()}
+
+
+def test_claims_whose_ingest_is_published_are_pruned_and_the_bytes_are_still_ingested_once(
+        machines: tuple[Path, Machine, Machine]) -> None:
+    """A claim's work is done once its ingest is published: A prunes the claims of its three
+    published ingests on the remote (one push) and here, and B drops its own tracking copies
+    of them; a claim B holds for bytes it has not ingested yet, and A's claim of a source not
+    yet published, stay. The pruned bytes dropped again (on B, on A, under new names) are
+    duplicates by the ledger: no claim, no second ingest commit anywhere (old code: every claim
+    stays on the remote and in both repositories for good)."""
+    remote, ma, mb = machines
+    for machine in (ma, mb):
+        machine.pipeline.claims.prune_every = 0  # every ingest looks for claims to prune
+    early = {}
+    for n in range(3):
+        text = source_text(10 + n, "early widgets")
+        ma.ingest(f"early-{n}.md", text)
+        early[n] = hashlib.sha256(text.encode()).hexdigest()
+    assert _claimed(remote, "refs/wikiwright/sources/") == set(early.values())
+    ma.sync()  # A publishes its three ingests
+    mb.sync()  # B learns them
+    # B claims bytes it has not ingested yet: a source pending there.
+    pending_text = source_text(20, "pending widgets")
+    (mb.vault.raw / "pending.md").write_text(pending_text, encoding="utf-8")
+    mb.registrar.register(mb.vault.raw / "pending.md")
+    record = mb.ledger.get_file("raw/pending.md")
+    assert record is not None and mb.pipeline.claims.wait_reason(record) is None  # B's claim won
+    pending = hashlib.sha256(pending_text.encode()).hexdigest()
+    ma.sync()  # A fetches B's claim
+
+    # The grace since A saw its ingests published has passed (made short here); A's next
+    # ingest, whose own claim stays (not yet published), prunes the three.
+    ma.pipeline.claims.grace = 0
+    later_text = source_text(21, "later widgets")
+    ma.ingest("later.md", later_text)
+    later = hashlib.sha256(later_text.encode()).hexdigest()
+    assert _claimed(remote, "refs/wikiwright/sources/") == {pending, later}
+    assert _claimed(ma.root, "refs/wikiwright/remotes/origin/sources/") == {pending, later}
+    assert json.loads(ma.ledger.get_kv("source-claims:published", "{}")) == {}
+
+    # B's tracking copies of the pruned claims go on B's own next look (the remote's are gone already).
+    mb.pipeline.claims.grace = 0
+    assert set(mb.pipeline.claims.prune()) == set(early.values())
+    assert _claimed(mb.root, "refs/wikiwright/remotes/origin/sources/") == {pending}
+    assert _claimed(remote, "refs/wikiwright/sources/") == {pending, later}
+
+    # The same bytes again, after their claims are gone: duplicates, never a second ingest.
+    mb.ingest("copy-of-early-0.md", source_text(10, "early widgets"))
+    ma.ingest("copy-of-early-1.md", source_text(11, "early widgets"))
+    for machine, name in ((mb, "raw/copy-of-early-0.md"), (ma, "raw/copy-of-early-1.md")):
+        copy = machine.ledger.get_file(name)
+        assert copy is not None and copy.state == "duplicate", copy
+    assert not set(early.values()) & _claimed(remote, "refs/wikiwright/sources/")
+    ma.sync()
+    mb.sync()
+    ma.sync()
+    for root in (ma.root, mb.root):
+        counts = _ingest_commits_by_sha(root)
+        assert all(counts[sha] == 1 for sha in early.values()), counts

@@ -17,7 +17,18 @@ that spends a model call), this machine pushes a claim for its sha256 to the rem
   hostage: once the file has waited ``git.source_claim_grace_seconds`` here, it is ingested
   here (two ingests then reconcile on the next sync, as without a claim);
 - a remote that cannot be reached claims nothing: the source is ingested here at once, and
-  offline machines reconcile on the next sync as before.
+  offline machines reconcile on the next sync as before;
+- a claim is pruned once its work is done: when this machine's ledger records the source's
+  ingest (made here or learned from sync), that ingest commit is on the remote-tracking branch,
+  and this machine has seen it there for ``git.source_claim_grace_seconds``, the claim is
+  deleted on the remote (every such claim in one push, each only if it still holds the commit
+  seen: ``--force-with-lease``) and locally. After that the ledger's duplicate rule does the
+  claim's job: a machine that has synced since knows the bytes and records a copy as a
+  duplicate without planning it. A claim of bytes no ingest of which has been published (still
+  pending on its machine, or waiting out the grace) stays. This machine looks for claims to
+  prune while it claims (at most once every ``PRUNE_EVERY`` seconds); :meth:`SourceClaims.prune`
+  does it on demand. So the claims on the remote are those of recent sources, not one per
+  source ever ingested, and the refs each fetch is shown do not grow with the vault.
 
 The remote is untrusted: a claim only ever delays an ingest (by at most the grace period), and
 nothing of a claim's content is read but its subject line.
@@ -25,6 +36,7 @@ nothing of a claim's content is read but its subject line.
 
 from __future__ import annotations
 
+import json
 import logging
 import secrets
 import threading
@@ -34,6 +46,7 @@ from collections.abc import Iterable
 from ..core.config import Config
 from ..core.errors import WikiwrightError
 from ..intake.ledger import FileRecord, Ledger
+from ..vcs.queries import ancestors_among, for_each_ref, update_refs
 from ..vcs.remote import PushResult, Remote, RemoteError
 from ..vcs.repo import GitRepo, git
 
@@ -46,6 +59,8 @@ WAIT_PREFIX = "another machine claimed these bytes first"
 BATCH = 500
 CLAIM_TIMEOUT = 15.0  # seconds a claim's push may take
 OFFLINE_PAUSE = 300.0  # after an unreachable remote, no claim is tried for this long
+PRUNE_EVERY = 60.0  # seconds between two looks for claims to prune (each walks the tracking branch)
+PUBLISHED_KEY = "source-claims:published"  # sha256 -> when this machine first saw its ingest published
 # A claim batch at a time per vault in this process (two workers claiming the same queue
 # would each push a commit of their own, and the second would take the first for another
 # machine's).
@@ -70,6 +85,8 @@ class SourceClaims:
         self.grace = config.git.source_claim_grace_seconds
         self._configured: tuple[float, bool] | None = None
         self._offline_until = 0.0  # after a push that could not reach the remote: no claims until then
+        self.prune_every = PRUNE_EVERY  # an instance knob, so tests can shorten it
+        self._prune_after = 0.0  # monotonic time of the next look for claims to prune
 
     @property
     def enabled(self) -> bool:
@@ -116,6 +133,9 @@ class SourceClaims:
             if owner is None:
                 self._claim([record.sha256, *self._unclaimed_queue(record)])
                 owner = self._owners([record.sha256]).get(record.sha256)
+            if time.monotonic() >= self._prune_after:
+                self._prune_after = time.monotonic() + self.prune_every
+                self._prune_quietly()
         if owner is None or owner == self._token():
             return None  # ours, or the remote could not be reached: ingest here
         waited = time.time() - record.seen_at
@@ -144,14 +164,69 @@ class SourceClaims:
         prefix = self._tracking() + "/"
         # A few: their own refs (the claims this vault knows grow with its sources); many: all.
         patterns = [prefix + sha for sha in sorted(wanted)] if len(wanted) <= 64 else [prefix]
-        out = self.repo.run("for-each-ref", "--format=%(refname)%09%(contents:subject)", *patterns)
         owners = {}
-        for line in out.splitlines():
-            ref, _, subject = line.partition("\t")
+        for ref, subject in for_each_ref(self.repo, patterns, ("refname", "contents:subject")):
             sha = ref[len(prefix):]
             if sha in wanted:
                 owners[sha] = subject.rpartition(" by ")[2].strip() or "unknown"
         return owners
+
+    # -- pruning -----------------------------------------------------------------------------
+
+    def prune(self) -> list[str]:
+        """Delete the claims whose ingest is published (see the module docstring), on the remote
+        and here; the sha256s pruned. Never raises: pruning is housekeeping."""
+        if not self.enabled:
+            return []
+        with _lock_for(self.repo):
+            return self._prune_quietly()
+
+    def _prune_quietly(self) -> list[str]:
+        try:
+            return self._prune()
+        except (WikiwrightError, git.GitCommandError, OSError) as exc:
+            log.warning("source claims: could not prune published claims: %s", exc)
+            return []
+
+    def _prune(self) -> list[str]:
+        prefix = self._tracking() + "/"
+        claims = {ref[len(prefix):]: commit for ref, commit in for_each_ref(self.repo, [prefix], ("refname",
+                                                                                                "objectname"))}
+        ingests = {}
+        for sha in claims:
+            source = self.ledger.source(sha)
+            if source is not None and source.commit_sha:
+                ingests[sha] = source.commit_sha
+        published = ancestors_among(self.repo, set(ingests.values()), self.remote.tracking_ref)
+        now = time.time()
+        try:
+            first_seen = {sha: float(at) for sha, at in json.loads(self.ledger.get_kv(PUBLISHED_KEY, "{}")).items()}
+        except (ValueError, TypeError, AttributeError):
+            first_seen = {}
+        # Only the claims still here are remembered: the map is as small as the claims left.
+        before = first_seen
+        first_seen = {sha: before.get(sha, now) for sha, commit in ingests.items() if commit in published}
+        due = sorted(sha for sha, at in first_seen.items() if now - at >= self.grace)
+        pruned: list[str] = []
+        for start in range(0, len(due), BATCH):
+            chunk = due[start:start + BATCH]
+            try:
+                self.remote.delete_refs({self._ref(sha): claims[sha] for sha in chunk})
+            except RemoteError as exc:
+                log.info("source claims: the remote cannot be reached to prune claims (%s); tried again later",
+                         exc)
+                break
+            # Deleted, or the remote no longer holds that commit there (another machine pruned
+            # it first, or it holds a newer claim, which the next fetch brings): gone here too.
+            update_refs(self.repo, {f"{prefix}{sha}": None for sha in chunk}, "wikiwright: prune source claims")
+            pruned += chunk
+        for sha in pruned:
+            first_seen.pop(sha, None)
+        if first_seen != before:
+            self.ledger.set_kv(PUBLISHED_KEY, json.dumps(first_seen, sort_keys=True))
+        if pruned:
+            log.info("source claims: pruned %d claim(s) whose ingest is published", len(pruned))
+        return pruned
 
     # -- claiming ----------------------------------------------------------------------------
 
@@ -172,8 +247,7 @@ class SourceClaims:
                     if results.get(self._ref(sha)) in (PushResult.PUSHED, PushResult.UP_TO_DATE)]
             if mine:
                 # Recorded as the next fetch would: these claims are this machine's.
-                lines = "".join(f"update {self._tracking()}/{sha} {commit}\n" for sha, commit in mine)
-                self.repo.run("update-ref", "--stdin", input=lines.encode("ascii"))
+                update_refs(self.repo, {f"{self._tracking()}/{sha}": commit for sha, commit in mine})
             if any(result is PushResult.REJECTED for result in results.values()):
                 try:
                     self.remote.fetch()  # the other machines' claims, as tracking refs

@@ -35,7 +35,8 @@ from ..core.opkinds import OpKind
 from ..core.vaultpaths import path_problem
 from ..intake.ledger import Ledger
 from ..vcs.objects import CommitMessage, ObjectReader, changed_files, tree_entry
-from ..vcs.repo import GitRepo, git  # git: GitPython, imported only when an error is matched
+from ..vcs.queries import rev_list, unpublished_commits
+from ..vcs.repo import GitRepo
 from .synctree import record_refusals
 
 log = logging.getLogger(__name__)
@@ -96,11 +97,8 @@ def _source_page(path: str) -> str | None:
 
 
 def _commits(repo: GitRepo, revs: list[str], grep: str) -> list[str]:
-    try:
-        out = repo.run("rev-list", *revs, "-F", f"--grep={grep}")
-    except git.GitCommandError:  # an unknown revision (an empty history): nothing to read
-        return []
-    return [line for line in out.split() if _SHA1.fullmatch(line)]
+    """The commits of ``revs`` whose message holds ``grep`` (none for an unknown revision)."""
+    return [sha for sha in rev_list(repo, *revs, grep=grep) if _SHA1.fullmatch(sha)]
 
 
 def _messages(repo: GitRepo, shas: Iterable[str]) -> list[CommitMessage]:
@@ -128,7 +126,7 @@ def recovered_ingest(repo: GitRepo, path: str, sha256: str) -> str | None:
                 if m.trailers.get("Wikiwright-Operation") == OpKind.INGEST.value]
     verified, refused = verify_ingests(repo, messages)
     unverifiable = {r.commit for r in refused if not r.shown and r.sha256 == sha256 and r.path == path}
-    local = set(repo.run("rev-list", "HEAD", "--not", "--remotes").split()) if unverifiable else set()
+    local = unpublished_commits(repo) if unverifiable else set()
     for message in messages:  # newest first
         if any(v.commit == message.sha and v.sha256 == sha256 and v.path == path for v in verified):
             return message.sha

@@ -16,7 +16,7 @@ import logging
 from collections.abc import Iterable, Iterator
 
 from ..door import Operation
-from ..vcs.repo import git
+from ..vcs.queries import commit_authors, files_containing, paths_changed_by
 
 log = logging.getLogger(__name__)
 
@@ -32,19 +32,13 @@ def pages_mentioning(session: Operation, words: Iterable[str], *, top_level: boo
         return None
     vault = session.vault
     wiki = vault.rel(vault.wiki)
-    args = ["grep", "--no-index", "-l", "-z", "-i", "-F", *(["--max-depth", "0"] if top_level else [])]
-    for word in wanted:
-        args += ["-e", word]
-    try:
-        out = session.repo.run(*args, "--", wiki, strip=False)
-    except git.GitCommandError as exc:
-        if exc.status == 1:  # no file matched
-            return set()
-        log.info("git grep over %s failed (%s); reading every page instead", wiki, exc)
+    found = files_containing(session.repo, wanted, wiki, top_level=top_level)
+    if found is None:
+        log.info("git grep over %s failed; reading every page instead", wiki)
         return None
     names = set()
     prefix = f"{wiki}/"
-    for path in out.split("\0"):
+    for path in found:
         if not path.startswith(prefix) or not path.endswith(".md"):
             continue
         name = path[len(prefix):-3]
@@ -95,16 +89,7 @@ class PersonEdits:
     def _add(self, revisions: str) -> None:
         repo = self.session.repo
         daemon = self.session.config.git.author_name
-        listing = repo.run("log", "--format=%H%x1f%an", revisions)
-        person = []
-        for line in listing.splitlines():
-            sha, _, author = line.partition("\x1f")
-            if sha and author != daemon:
-                person.append(sha)
-        if not person:
-            return
-        # -m: a person's merge counts the files it changed against either parent (at worst a
-        # page is kept with a note where it could have gone); --root: a first commit lists its files.
-        names = repo.run("diff-tree", "--stdin", "-r", "-m", "--root", "--no-commit-id", "--name-only",
-                         "--no-renames", "-z", input=("\n".join(person) + "\n").encode(), strip=False)
-        self._paths.update(p for p in names.split("\0") if p)
+        person = [c.sha for c in commit_authors(repo, revisions) if c.author != daemon]
+        # A person's merge counts the files it changed against either parent (at worst a page
+        # is kept with a note where it could have gone); a first commit counts its files.
+        self._paths |= paths_changed_by(repo, person)

@@ -40,7 +40,8 @@ from ..door import Door, Operation
 from ..history.lookup import bodies_mentioning
 from ..history.regenerate import Regenerator, mask_overview
 from ..history.view import source_path_of
-from ..vcs.repo import CommitInfo, git  # git: GitPython, imported when an error is matched
+from ..vcs.queries import is_ancestor, paths_changed, resolve_commit
+from ..vcs.repo import CommitInfo
 from ..wiki.index import SUB_PREFIX
 from ..wiki.pages import Claim, FrontMatterError, iter_links, link_key, parse_claims, parse_page, render_front_matter
 from ..wiki.writer import PageChange
@@ -94,10 +95,7 @@ def find_ingest(session: Operation, target: str) -> IngestRef:
     target = target.strip()
     commit: CommitInfo | None = None
     if _HEX_RE.match(target):
-        try:
-            full = repo.run("rev-parse", "--verify", "-q", f"{target}^{{commit}}")
-        except git.GitCommandError:
-            full = ""
+        full = resolve_commit(repo, target)
         if full:
             found = repo.log("-1", full)
             commit = found[0] if found else None
@@ -409,12 +407,9 @@ def _revert(session: Operation, target: str, today: date) -> RevertResult:
     if done:
         raise WikiwrightError(f"the ingest of {ref.source_path} ({sha[:10]}) was already reverted by "
                               f"{done[0].sha[:10]}")
-    try:
-        repo.run("merge-base", "--is-ancestor", sha, "HEAD")
-    except git.GitCommandError:
-        raise WikiwrightError(f"commit {sha[:10]} is not on the current branch") from None
-    changed = repo.run("diff-tree", "--no-commit-id", "-r", "--name-only", "--no-renames", sha)
-    paths = [p for p in changed.splitlines() if p.startswith("wiki/") and p.endswith(".md") and p not in SPECIAL]
+    if not is_ancestor(repo, sha, "HEAD"):
+        raise WikiwrightError(f"commit {sha[:10]} is not on the current branch")
+    paths = [p for p in paths_changed(repo, sha) if p.startswith("wiki/") and p.endswith(".md") and p not in SPECIAL]
     names = [p.removeprefix("wiki/").removesuffix(".md") for p in paths]
     stem = _source_stem(ref, session, names)
     own = f"sources/{stem}" if stem else ""

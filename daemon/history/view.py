@@ -18,6 +18,7 @@ from typing import Any
 from ..core.errors import NotFound, WikiwrightError
 from ..core.opkinds import OpKind, parse_kind
 from ..core.vault import Vault
+from ..vcs.queries import paths_in_history
 from ..vcs.repo import CommitInfo, GitRepo
 from ..wiki.catalog import Catalog
 
@@ -108,11 +109,7 @@ def page_path(vault: Vault, catalog: Catalog, repo: GitRepo, name: str) -> str:
     if found is not None:
         return f"wiki/{found}.md"
     stem = raw.rsplit("/", 1)[-1]
-    try:
-        out = repo.run("log", "--format=", "--name-only", "--", f":(glob)wiki/**/{stem}.md", f"wiki/{stem}.md")
-    except Exception:  # git errors: treated as "not in history"
-        out = ""
-    paths = [line for line in out.splitlines() if line.strip()]
+    paths = paths_in_history(repo, f":(glob)wiki/**/{stem}.md", f"wiki/{stem}.md")  # git errors: none
     if paths:
         return paths[0]
     raise NotFound(f"no page {name!r} in the wiki or its history")

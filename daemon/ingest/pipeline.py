@@ -43,6 +43,7 @@ from ..ingest.selffeed import SELF_FEEDING_RULE, is_own_page
 from ..intake.extract import SourceText
 from ..intake.ledger import FileRecord, SourceRecord
 from ..intake.names import disk_name, disk_path, shown_name
+from ..vcs.queries import tracked
 from ..wiki.reviewfile import HELD_BACK, ReviewStore
 
 log = logging.getLogger(__name__)
@@ -218,8 +219,7 @@ class Pipeline:
         """The ingested bytes under a new name, the old name gone: a rename, not a duplicate.
         The ledger moves the source to its new name; git records the move (when it tracked
         the source) in one commit."""
-        tracked = bool(self.repo.run("ls-files", "--", disk_name(original.path)).strip())
-        if tracked:
+        if tracked(self.repo, disk_name(original.path)):
             old, new = shown_name(original.path), shown_name(record.path)
             with self.door.operation(OpKind.INGEST, f"{old} renamed to {new}", today=self.clock()) as op:
                 op.add_paths([disk_name(original.path)])

@@ -21,7 +21,8 @@ from __future__ import annotations
 import logging
 
 from ..intake.ledger import Ledger
-from ..vcs.repo import GitRepo, git, git_blob_id  # git: GitPython, imported when an error is matched
+from ..vcs.queries import local_commit_with_object
+from ..vcs.repo import GitRepo, git_blob_id
 from ..wiki.index import INDEX_START
 from ..wiki.pages import PAGE_TYPES, FrontMatterError, parse_page
 
@@ -46,14 +47,7 @@ def in_wiki_history(repo: GitRepo, blob: str, author: str) -> bool:
     branch) put exactly these bytes under wiki/."""
     if not repo.has_blob(blob):
         return False  # the common case: bytes git has never seen; asked of the repository's object reader
-    try:
-        return bool(repo.run(
-            "log", "HEAD", "--not", "--remotes", "-n1", "--format=%H", "--fixed-strings", f"--author={author}",
-            f"--find-object={blob}",
-            "--", "wiki",
-        ).strip())
-    except git.GitCommandError:
-        return False
+    return local_commit_with_object(repo, blob, author, "wiki") is not None
 
 
 def is_own_page(ledger: Ledger, repo: GitRepo, data: bytes, author: str) -> bool:

@@ -16,6 +16,7 @@ from ..core.opkinds import OpKind
 from ..core.secrets import secret_kinds
 from ..door import Door
 from ..memory.dailylog import LOG_NAME_RE, SESSION_RE
+from ..vcs.queries import worktree_status
 
 log = logging.getLogger(__name__)
 
@@ -27,11 +28,10 @@ def _blocks(text: str) -> int:
 
 def uncommitted_logs(door: Door) -> list[str]:
     """``logs/YYYY-MM-DD.md`` files that differ from HEAD (new or changed), vault-relative."""
-    out = door.repo.run("status", "--porcelain", "-z", "--untracked-files=all", "--", "logs")
     found = []
-    for entry in out.split("\0"):
-        rel = entry[3:]
-        if len(entry) > 3 and entry[:2] != " D" and rel.count("/") == 1 and LOG_NAME_RE.match(rel[5:]):
+    for entry in worktree_status(door.repo, "logs"):
+        rel = entry.path
+        if entry.code != " D" and rel.count("/") == 1 and LOG_NAME_RE.match(rel[5:]):
             found.append(rel)
     return sorted(found)
 

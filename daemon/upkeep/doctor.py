@@ -44,7 +44,8 @@ from ..intake.ledger import Ledger
 from ..intake.names import disk_name, disk_path, relative_name
 from ..intake.safeopen import hash_inside
 from ..vcs.gitlock import lock_files, stale_locks
-from ..vcs.repo import GitRepo, git  # git: GitPython, imported when an error is matched
+from ..vcs.queries import all_commits, is_ancestor, merge_base, patch_log, tracked, verify_objects_since
+from ..vcs.repo import GitRepo
 from ..wiki.blockmerge import Markers, split_block
 from ..wiki.index import INDEX_END, INDEX_START
 from ..wiki.pages import FrontMatterError, parse_claims, parse_page
@@ -337,10 +338,7 @@ class Doctor:
         return done
 
     def _reachable(self) -> set[str]:
-        try:
-            return set(self.repo.run("rev-list", "--all").split())
-        except git.GitCommandError:
-            return set()
+        return all_commits(self.repo)
 
     def _commits(self, ledger: Ledger) -> CheckResult:
         reachable = self._reachable()
@@ -363,7 +361,7 @@ class Doctor:
         cite it. A removed one fails the check; a changed one is noted (its new version is a
         new source, ingested in its turn)."""
         live = {s.sha256 for s in ledger.sources() if s.state == "ingested"}
-        tracked = set(self.repo.run("ls-files", "-z", "--", "raw").split("\0")) if self.vault.raw.is_dir() else set()
+        in_git = set(tracked(self.repo, "raw")) if self.vault.raw.is_dir() else set()
         removed, changed = [], []
         for record in ledger.files("ingested", kind="raw"):
             if record.sha256 not in live:
@@ -371,7 +369,7 @@ class Doctor:
             path = disk_path(self.vault.root, record.path)
             if not path.exists():
                 how = (f"restore it with `git checkout HEAD -- {disk_name(record.path)}`"
-                       if disk_name(record.path) in tracked else "it was not in git (binary or large); its sha256 "
+                       if disk_name(record.path) in in_git else "it was not in git (binary or large); its sha256 "
                        f"{record.sha256[:16]} is on [[{record.page.rsplit('/', 1)[-1]}]]")
                 removed.append(f"{record.path} was removed after its ingest ({record.commit_sha[:10]}); {how}")
             elif not self._same_content(path, record.sha256):
@@ -452,11 +450,7 @@ class Doctor:
         format checked (``rev-list --verify-objects``); a missing one fails. Older objects were
         checked by an earlier run (the whole store again with ``--full``)."""
         self.repo.wait_for_gc()
-        try:
-            self.repo.run("rev-list", "--objects", "--verify-objects", "--all", "--not", since)
-            return True, ""
-        except git.GitCommandError as exc:
-            return False, str(exc.stderr)
+        return verify_objects_since(self.repo, since)
 
     def _marker(self, key: str, head: str) -> str:
         """The commit an earlier run verified up to, if it is still in this history."""
@@ -465,9 +459,7 @@ class Doctor:
             return ""
         if since == head:
             return since
-        try:
-            self.repo.run("merge-base", "--is-ancestor", since, head)
-        except git.GitCommandError:
+        if not is_ancestor(self.repo, since, head):
             return ""  # history was rewritten under it: start again from the beginning
         return since
 
@@ -543,15 +535,8 @@ class Doctor:
             out = ""
         else:
             span = [f"{since}..HEAD"] if since else []
-            try:
-                out = self.repo.run(
-                    "-c", "core.quotePath=false", "log", "--reverse", "-p", "-U0", "--no-color", "--no-ext-diff",
-                    "--no-textconv", "--no-renames", "--diff-merges=first-parent",
-                    "--format=%x00%H%x1f%an%x1f%ae%x1f%P%x1f%(trailers:key=Wikiwright-Operation,valueonly,"
-                    "separator=)%x1f%s", *span, strip=False,
-                )
-            except git.GitCommandError:
-                out = ""
+            out = patch_log(self.repo, span, "%x00%H%x1f%an%x1f%ae%x1f%P%x1f%(trailers:key=Wikiwright-Operation,"
+                                             "valueonly,separator=)%x1f%s")
         person = self._state.lines()
         violations: list[str] = []
         requested: list[str] = []
@@ -619,9 +604,8 @@ class Doctor:
         review = self.repo.show(sha, "REVIEW.md") or ""
         if line in review:
             return True
-        try:
-            base = self.repo.run("merge-base", parents[0], parents[1])
-        except git.GitCommandError:
+        base = merge_base(self.repo, parents[0], parents[1])
+        if base is None:
             return False
         in_base = {x.strip() for x in (self.repo.show(base, path) or "").splitlines()}
         in_other = {x.strip() for x in (self.repo.show(parents[1], path) or "").splitlines()}

@@ -223,6 +223,25 @@ class Remote:
             raise RemoteError(_one_line(out) or f"git push exited with {code}")
         return results
 
+    def delete_refs(self, expected: dict[str, str]) -> dict[str, PushResult]:
+        """Delete each ref on the remote, in one push, only where it still holds the commit
+        expected (``--force-with-lease``): PUSHED (deleted) or REJECTED (it holds another commit,
+        or none: someone deleted it first). Raises RemoteError when the remote cannot be reached."""
+        if not expected:
+            return {}
+        code, out = self._network("push", "--porcelain", self.name,
+                                  *(f"--force-with-lease={ref}:{commit}" for ref, commit in expected.items()),
+                                  *(f":{ref}" for ref in expected))
+        results: dict[str, PushResult] = {}
+        for line in out.splitlines():
+            flag, _, rest = line.partition("\t")
+            ref = rest.partition("\t")[0].rpartition(":")[2]
+            if ref in expected and len(flag) == 1:
+                results[ref] = PushResult.PUSHED if flag == "-" else PushResult.REJECTED
+        if code != 0 and not results:
+            raise RemoteError(_one_line(out) or f"git push exited with {code}")
+        return results
+
     def last_claim(self) -> tuple[float, str] | None:
         """(time, message) of the newest consolidation claim as last fetched."""
         ref = self.rev(self.claim_tracking_ref)
