@@ -21,7 +21,14 @@ from dataclasses import dataclass, field
 from datetime import date
 
 from ..core.vault import Vault
-from ..ingest.terms import Mention, Term, TermIndex, _definition_score, mention_sentence, specificity
+from ..ingest.terms import (
+    Mention,
+    Term,
+    TermIndex,
+    _definition_score,
+    mention_sentence,
+    specificity,
+)
 from ..ingest.textrules import is_generic_title
 from ..wiki.catalog import Catalog
 from ..wiki.pages import FrontMatterError, Page, get_section, parse_page, render_page, set_section, slugify, unique_name
@@ -35,11 +42,13 @@ MAX_LISTED = 50  # "Mentioned in" lines on one page; the count line says how man
 # them; the term index (terms.db) knows every one.
 MAX_FRONT_SOURCES = 10
 MAX_RELATED = 8
-RELATED_WINDOW = 200  # newest sources of a term in which an ingest looks for related terms (bounded work)
 MAX_BACKFILL = 20  # earlier source pages given the link when a shared term gets its page
 OVERVIEW_START = "<!-- wikiwright:overview:start (kept by wikiwright from the wiki; edit outside this block) -->"
 OVERVIEW_END = "<!-- wikiwright:overview:end -->"
 MENTIONED = "Mentioned in"
+RELATED = "Related"
+# A line of "Related" as the engine writes it: a bare link, perhaps with the term's label.
+_ENGINE_RELATED_LINE = re.compile(r"^- \[\[([^\]|#]+)(?:\|[^\]]*)?\]\][ \t]*$")
 RELATED_SOURCE_SECTION = "Related pages"
 OWN_TYPES = ("entity", "concept", "topic", "stub")
 
@@ -112,6 +121,7 @@ class ConceptKeeper:
         result = ConceptResult()
         clean_title = _link_label(source_title)
         by_key = {t.key: t for t in terms}
+        by_title: set[str] = set()
         # Pages this engine keeps, found by title in the text but not among the extracted terms.
         for name in title_matches:
             key = self.index.key_of_page(name)
@@ -120,11 +130,15 @@ class ConceptKeeper:
                 term = _term_in(label, key, sentences)
                 if term is not None:
                     by_key[key] = term
+                    by_title.add(key)
         terms = list(by_key.values())
-        self.index.record(source, source_title, terms)
+        self.index.record(source, source_title, terms, frozenset(by_title))
+        # First every term's page (made now, or already there), then the pages' text: "Related"
+        # names the terms that have a page, so it is written once this source gave theirs.
+        chosen: list[tuple[Term, str, str | None, list[Mention]]] = []
         taken: set[str] = set()
         for term in terms:
-            if len(result.links) >= MAX_LINKS:
+            if len(chosen) >= MAX_LINKS:
                 break
             # What a page needs, by key: this source's mention and how many sources mention the
             # term; the earlier mentions only when the page is made (the first MAX_LISTED).
@@ -146,15 +160,23 @@ class ConceptKeeper:
                 page = self._page_for(term, taken)
                 disk = self._read(page)
                 self.index.set_page(term.key, page)
-            taken.add(page)
-            change = self._update_page(page, disk, term, mentions, count, source, clean_title, today)
-            if change is None:
+            elif not _parses(disk):
                 continue  # a page we may not change (unparsable): no link to a page that does not say it
+            taken.add(page)
+            chosen.append((term, page, disk, mentions))
+        made: list[tuple[str, str]] = []  # (key, page) of the pages made by this source
+        for term, page, disk, mentions in chosen:
+            change = self._update_page(page, disk, term, mentions, self.index.source_count(term.key), source,
+                                       clean_title, today)
+            if change is None:
+                continue
             result.edits[page] = (disk, change.text)
             title = parse_page(change.text).title or term.label
             result.links.append((page, title))
             if disk is None:
+                made.append((term.key, page))
                 self._backfill(result, page, title, mentions, source)
+        self._relate_to(result, made, today)
         # Title matches to other pages (a person's or a model's) are links too, if not generic.
         for name in title_matches:
             if len(result.links) >= MAX_LINKS + 10:
@@ -210,10 +232,10 @@ class ConceptKeeper:
         total = max(count, len(mentions))
         if total > len(listed):
             body.append(f"- Mentioned by {total} sources in all.")
-        related = [(k, p) for k, p, _ in self.index.related(term.key, MAX_RELATED, RELATED_WINDOW) if p != page]
+        related = self._related_lines(term.key, page)
         if related:
-            body += ["", "## Related", ""]
-            body += [self._related_line(k, p) for k, p in related]
+            body += ["", f"## {RELATED}", ""]
+            body += related
         summary = " ".join(best.sentence.split())
         meta = {
             "type": term.kind, "title": term.label,
@@ -226,6 +248,56 @@ class ConceptKeeper:
     def _related_line(self, key: str, page: str) -> str:
         label = self.index.label(key)
         return f"- [[{page}]]" if label.casefold() == page.casefold() else f"- [[{page}|{quote_safe(label)}]]"
+
+    def _related_lines(self, key: str, page: str) -> list[str]:
+        """The engine's "Related" lines of ``key``'s page: the terms with a page that share the
+        most sources with it (two or more), ties by key: a function of the recorded sources."""
+        found = [(k, p) for k, p, _ in self.index.related(key, MAX_RELATED + 1) if p != page]
+        return [self._related_line(k, p) for k, p in found[:MAX_RELATED]]
+
+    def related_body(self, body: str, key: str, page: str) -> str:
+        """``body`` with its "Related" section as the term index gives it now (written whole
+        each time the page is, so it never depends on the order the sources came in). Lines the
+        engine does not write there (a person's note, a link with words of its own, a link to a
+        page the engine does not keep) are kept, after the engine's."""
+        lines = self._related_lines(key, page)
+        section = get_section(body, RELATED)
+        own: list[str] = []
+        if section is not None:
+            for line in section.rstrip("\n").split("\n")[1:]:
+                match = _ENGINE_RELATED_LINE.match(line)
+                if (match and self.index.key_of_page(match.group(1).strip())) or line in lines:
+                    continue
+                own.append(line)
+            while own and not own[0].strip():
+                own.pop(0)
+            while own and not own[-1].strip():
+                own.pop()
+        if own and lines and not own[0].startswith(("- ", "* ")):
+            own.insert(0, "")  # a paragraph of theirs stays a paragraph, not part of the list
+        return put_section(body, RELATED, lines + own)
+
+    def _relate_to(self, result: ConceptResult, made: list[tuple[str, str]], today: date) -> None:
+        """Pages this source did not touch whose "Related" now names a page it made (a term
+        that shares sources with theirs got its page only now): written again, so a page's
+        list is the same whichever source happened to make a related term's page."""
+        for key, page in made:
+            for other_key, other, _ in self.index.related(key, 10_000):
+                if other == page or other in result.edits:
+                    continue
+                disk = self._read(other)
+                if disk is None:
+                    continue
+                try:
+                    parsed = parse_page(disk)
+                except FrontMatterError:
+                    continue
+                body = self.related_body(parsed.body, other_key, other)
+                if body == parsed.body:
+                    continue
+                parsed.body = body
+                parsed.meta["updated"] = today
+                result.edits[other] = (disk, render_page(parsed))
 
     def _update_page(self, page: str, disk: str | None, term: Term, mentions: list[Mention], count: int,
                      source: str, source_title: str, today: date) -> PageChange | None:
@@ -258,17 +330,9 @@ class ConceptKeeper:
                 lines.append(f"- Mentioned by {max(count, listed + 1)} sources in all.")
                 body = set_section(body, MENTIONED, "\n".join(lines) + "\n\n")
             changed = True
-        current = get_section(body, "Related") or ""
-        new_related: list[str] = []
-        if len(re.findall(r"^- \[\[", current, re.MULTILINE)) < MAX_RELATED:  # a full section asks nothing
-            related = [(k, p) for k, p, _ in self.index.related(term.key, MAX_RELATED, RELATED_WINDOW) if p != page]
-            new_related = [self._related_line(k, p) for k, p in related
-                           if f"[[{p}]]" not in current and f"[[{p}|" not in current]
-        if new_related:
-            if current:
-                body = set_section(body, "Related", current.rstrip("\n") + "\n" + "\n".join(new_related) + "\n\n")
-            else:
-                body = _append_section(body, "Related", new_related)
+        related = self.related_body(body, term.key, page)
+        if related != body:
+            body = related
             changed = True
         sources = meta.get("sources") or []
         if not isinstance(sources, list):
@@ -409,6 +473,28 @@ class ConceptKeeper:
 def _link_label(title: str) -> str:
     """A title usable as a link's display text (no ``|`` or brackets)."""
     return " ".join(title.replace("|", "/").replace("]", ")").replace("[", "(").split())
+
+
+def _parses(text: str | None) -> bool:
+    if text is None:
+        return True
+    try:
+        parse_page(text)
+    except FrontMatterError:
+        return False
+    return True
+
+
+def put_section(body: str, heading: str, lines: list[str]) -> str:
+    """``body`` with the ``## heading`` section holding ``lines`` (appended at the end when it
+    has none; removed, when ``lines`` is empty), spaced as the engine writes a page."""
+    current = get_section(body, heading)
+    if current is None:
+        return _append_section(body, heading, lines) if lines else body
+    last = body.endswith(current)
+    text = f"## {heading}\n\n" + "\n".join(lines) + "\n" + ("" if last else "\n") if lines else ""
+    new = set_section(body, heading, text)
+    return new.rstrip("\n") + "\n" if last and not lines else new
 
 
 def _append_section(body: str, heading: str, lines: list[str]) -> str:
