@@ -11,7 +11,8 @@ from wikiwright.upkeep.lint import run_lint
 from wikiwright.wiki.pages import OWNED_KEYS, get_section, iter_links, parse_page
 
 from tests.conftest import Services
-from tests.helpers import git
+from tests.helpers import cli, git
+from tests.undo_corpus import corpus
 
 VALGRIND_A = """# Memory checking notes
 
@@ -145,3 +146,72 @@ def test_init_keeps_raw_and_state_out_of_obsidian_search_and_graph(tmp_path: Pat
     (own / "app.json").write_text('{"userIgnoreFilters": ["archive/"]}')
     init_vault(own.parent, "wikiwright", "wikiwright@localhost")
     assert (own / "app.json").read_text() == '{"userIgnoreFilters": ["archive/"]}'
+
+
+# -- "Related": a function of the recorded sources (issue 23) ------------------------------------
+
+def _vault_with(tmp_path: Path, name: str, files: list[tuple[str, str]]) -> Path:
+    root = init_vault(tmp_path / name, "wikiwright", "wikiwright@localhost")[0].root
+    for rel, text in files:
+        (root / "raw" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / "raw" / rel).write_text(text)
+    done = cli("ingest", *(str(root / "raw" / rel) for rel, _ in files), "--vault", str(root), timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return root
+
+
+def _related_lists(root: Path) -> dict[str, list[str]]:
+    """Every concept page's "Related" entries, in their order."""
+    found = {}
+    for path in sorted((root / "wiki").glob("*.md")):
+        if path.stem in ("index", "log", "overview"):
+            continue
+        section = get_section(parse_page(path.read_text(encoding="utf-8")).body, "Related")
+        found[path.stem] = [link.target for link in iter_links(section or "")]
+    return found
+
+
+def test_related_is_the_same_whatever_order_the_sources_came_in(tmp_path: Path) -> None:
+    docs = corpus(20)
+    forward = _related_lists(_vault_with(tmp_path, "forward", docs))
+    backward = _related_lists(_vault_with(tmp_path, "backward", docs[::-1]))
+    assert sorted(forward) == sorted(backward)  # the same concept pages
+    assert sum(len(entries) >= 3 for entries in forward.values()) >= 3  # lists worth comparing
+    differ = {page: (forward[page], backward[page]) for page in forward if forward[page] != backward[page]}
+    assert not differ, differ
+
+
+MEMORY = [
+    ("a.md", "# Memory notes\n\nValgrind is an instrumentation framework. "
+             "We ran Memcheck and Cachegrind under Valgrind on the parser.\n"),
+    ("b.md", "# Build profiling\n\nMemcheck is a memory error detector. "
+             "The nightly job runs Memcheck and Cachegrind beside Valgrind.\n"),
+]
+THREADS = [
+    ("c.md", "# Release checks\n\nMassif is a heap profiler. Memcheck and Massif run before each release, "
+             "with Helgrind.\n"),
+    ("d.md", "# Threads\n\nHelgrind is a thread error detector. We run Helgrind, Massif and Memcheck on the server.\n"),
+]
+THEIRS = "- [[cachegrind]] — we profile with it every night\n\nAsk Dana before changing the suppressions.\n"
+
+
+def test_a_persons_lines_in_related_stay_when_the_engine_writes_it_again(tmp_path: Path) -> None:
+    root = _vault_with(tmp_path, "vault", MEMORY)
+    page = root / "wiki" / "memcheck.md"
+    first = "## Related\n\n- [[cachegrind]]\n- [[valgrind]]\n"
+    assert get_section(parse_page(page.read_text()).body, "Related") == first
+    page.write_text(page.read_text().rstrip("\n") + "\n" + THEIRS)  # a person's lines, not committed
+    for rel, text in THREADS:
+        (root / "raw" / rel).write_text(text)
+    done = cli("ingest", *(str(root / "raw" / rel) for rel, _ in THREADS), "--vault", str(root))
+    assert done.returncode == 0, done.stderr
+    # The engine's list, written whole in its rank (ties by name), then the person's lines.
+    assert get_section(parse_page(page.read_text()).body, "Related") == (
+        "## Related\n\n- [[cachegrind]]\n- [[helgrind]]\n- [[massif]]\n- [[valgrind]]\n" + THEIRS)
+    done = cli("revert", "raw/d.md", "--vault", str(root))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert not (root / "wiki" / "massif.md").exists() and not (root / "wiki" / "helgrind.md").exists()
+    assert get_section(parse_page(page.read_text()).body, "Related") == first + THEIRS
+    assert git(root, "status", "--porcelain", "--", "wiki").strip() == ""
+    authors = set(git(root, "log", "--format=%an", "--", "wiki/memcheck.md").splitlines())
+    assert len(authors) == 2 and "wikiwright" in authors  # the person's lines committed as theirs
