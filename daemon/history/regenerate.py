@@ -9,10 +9,13 @@ and every page that depended on it is brought to what the remaining sources give
 - a concept page still shared by two or more sources loses the source's line, its entry in
   ``sources`` and an alias only it used; its "What it is" quote, when it was the source's, is
   the one the engine would have chosen without it (the best of the first two sources that
-  share the term); "Related" keeps only terms that still share two sources with it;
+  share the term); "Related" is rendered again by the engine's own function once every removal
+  is known, on these pages and on every concept page whose list named a removed one (the next
+  term in rank takes the place, as in a wiki that never had the source);
 - a concept page left with fewer than two sources is removed if nobody but wikiwright ever
   changed it, else kept with a note saying why it no longer qualifies;
-- a generated link line to a removed page ("Related pages", "Related") goes wherever it is;
+- a generated link line to a removed page ("Related pages", a person's page's "Related") goes
+  wherever it is;
 - overview.md's block is rendered again from the index (the engine's own ``overview_change``).
 
 A source the term index here never recorded (ingested on another machine and merged by sync)

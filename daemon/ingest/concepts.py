@@ -5,10 +5,12 @@ what it is (the best defining sentence, quoted, with its source; replaced when a
 defines it better and the section is still the engine's own quote), which sources mention it
 and the sentence where each does, and the related terms that share sources with it. Every
 change is a :class:`PageChange` computed from the page as it is on disk (its base, for
-compare-and-swap): a new source adds its line (the first MAX_LISTED; then the count line), its
-source to ``sources`` (the first MAX_FRONT_SOURCES) and any new related term, so a page and the
-work of keeping it stop growing however many sources cite it; nothing else already on a page
-is rewritten, so a person's edits and a model's later additions stay. overview.md's "main
+compare-and-swap): a new source adds its line (the first MAX_LISTED; then the count line) and
+its source to ``sources`` (the first MAX_FRONT_SOURCES), so a page and the work of keeping it
+stop growing however many sources cite it. "Related" is written whole from the term index each
+time a page is written (a function of the recorded sources, not of their order; a person's
+lines there kept); nothing else already on a page is rewritten, so a person's edits and a
+model's later additions stay. overview.md's "main
 ones" are ranked by sources × specificity (wordfreq). Pages carry the same front matter as
 model-written pages (``type``, ``title``, ``summary``, ``sources`` as source page stems,
 ``updated``, ``tags``, ``aliases``), so a model configured later continues them.
