@@ -6,7 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from wikiwright.door.init import init_vault
+from wikiwright.ingest import concepts
+from wikiwright.ingest.terms import TermIndex
 from wikiwright.upkeep.lint import run_lint
 from wikiwright.wiki.pages import OWNED_KEYS, get_section, iter_links, parse_page
 
@@ -215,3 +218,33 @@ def test_a_persons_lines_in_related_stay_when_the_engine_writes_it_again(tmp_pat
     assert git(root, "status", "--porcelain", "--", "wiki").strip() == ""
     authors = set(git(root, "log", "--format=%an", "--", "wiki/memcheck.md").splitlines())
     assert len(authors) == 2 and "wikiwright" in authors  # the person's lines committed as theirs
+
+
+TOOLS = ["Valgrind", "PgBouncer", "KafkaBridge", "Terraform", "ClickHouse", "WireGuard"]
+
+
+def _field_note(n: int) -> str:
+    first, second, third = TOOLS[n % 6], TOOLS[(n + 1) % 6], TOOLS[(n + 3) % 6]
+    return (f"# Field note {n}\n\n{first} is a tool that checks the billing events in note {n}. "
+            f"We ran {second} beside {first} on Tuesday. {third} keeps the audit trail for note {n}.\n")
+
+
+def test_related_is_what_the_index_gives_on_pages_past_a_sources_links(services: Services,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    # Two links a source: its third shared term's page is not written for it, yet its shared
+    # counts grew; its "Related" is still the term index's answer.
+    monkeypatch.setattr(concepts, "MAX_LINKS", 2)
+    for n in range(12):
+        services.drop(f"note-{n:02d}.md", _field_note(n))
+        assert {r.state for r in services.drain()} == {"ingested"}
+    terms: TermIndex = services.pipeline.planner.terms  # type: ignore[attr-defined]
+    checked = 0
+    for path in sorted(services.vault.wiki.glob("*.md")):
+        key = terms.key_of_page(path.stem)
+        if not key:
+            continue
+        want = [page for _, page, _ in terms.related(key, 9) if page != path.stem][:8]
+        section = get_section(parse_page(path.read_text(encoding="utf-8")).body, "Related")
+        assert [link.target for link in iter_links(section or "")] == want, path.stem
+        checked += bool(want)
+    assert checked >= 4

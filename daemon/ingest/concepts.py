@@ -139,9 +139,13 @@ class ConceptKeeper:
         # names the terms that have a page, so it is written once this source gave theirs.
         chosen: list[tuple[Term, str, str | None, list[Mention]]] = []
         taken: set[str] = set()
+        beyond: list[tuple[str, str]] = []  # (key, page) of paged terms past the links a source gets
         for term in terms:
             if len(chosen) >= MAX_LINKS:
-                break
+                page = self.index.page_of(term.key)
+                if page:
+                    beyond.append((term.key, page))
+                continue
             # What a page needs, by key: this source's mention and how many sources mention the
             # term; the earlier mentions only when the page is made (the first MAX_LISTED).
             count = self.index.source_count(term.key)
@@ -178,7 +182,12 @@ class ConceptKeeper:
             if disk is None:
                 made.append((term.key, page))
                 self._backfill(result, page, title, mentions, source)
-        self._relate_to(result, made, today)
+        # Pages whose "Related" this source changed without writing them otherwise: those of
+        # terms that share sources with a page it made, and those past its links (their shared
+        # counts grew with it), so every list is what the index gives.
+        self._relate_to(result, [(k, o) for key, page in made for k, o, _ in self.index.related(key, 10_000)
+                                 if o != page], today)
+        self._relate_to(result, beyond, today)
         # Title matches to other pages (a person's or a model's) are links too, if not generic.
         for name in title_matches:
             if len(result.links) >= MAX_LINKS + 10:
@@ -279,27 +288,25 @@ class ConceptKeeper:
             own.insert(0, "")  # a paragraph of theirs stays a paragraph, not part of the list
         return put_section(body, RELATED, lines + own)
 
-    def _relate_to(self, result: ConceptResult, made: list[tuple[str, str]], today: date) -> None:
-        """Pages this source did not touch whose "Related" now names a page it made (a term
-        that shares sources with theirs got its page only now): written again, so a page's
-        list is the same whichever source happened to make a related term's page."""
-        for key, page in made:
-            for other_key, other, _ in self.index.related(key, 10_000):
-                if other == page or other in result.edits:
-                    continue
-                disk = self._read(other)
-                if disk is None:
-                    continue
-                try:
-                    parsed = parse_page(disk)
-                except FrontMatterError:
-                    continue
-                body = self.related_body(parsed.body, other_key, other)
-                if body == parsed.body:
-                    continue
-                parsed.body = body
-                parsed.meta["updated"] = today
-                result.edits[other] = (disk, render_page(parsed))
+    def _relate_to(self, result: ConceptResult, pages: list[tuple[str, str]], today: date) -> None:
+        """(key, page): pages this source does not write otherwise, given "Related" as the
+        index has it now when that differs from theirs."""
+        for key, page in pages:
+            if page in result.edits:
+                continue
+            disk = self._read(page)
+            if disk is None:
+                continue
+            try:
+                parsed = parse_page(disk)
+            except FrontMatterError:
+                continue
+            body = self.related_body(parsed.body, key, page)
+            if body == parsed.body:
+                continue
+            parsed.body = body
+            parsed.meta["updated"] = today
+            result.edits[page] = (disk, render_page(parsed))
 
     def _update_page(self, page: str, disk: str | None, term: Term, mentions: list[Mention], count: int,
                      source: str, source_title: str, today: date) -> PageChange | None:
