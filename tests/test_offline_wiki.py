@@ -248,3 +248,30 @@ def test_related_is_what_the_index_gives_on_pages_past_a_sources_links(services:
         assert [link.target for link in iter_links(section or "")] == want, path.stem
         checked += bool(want)
     assert checked >= 4
+
+
+def test_a_person_typing_in_related_while_the_engine_plans_keeps_their_line(services: Services) -> None:
+    """The door merges three ways (what the plan read, the person's page now, the engine's):
+    the person's added line stays in the regenerated section."""
+    for name, text in MEMORY:
+        services.drop(name, text)
+    services.drain()
+    page = services.vault.wiki / "memcheck.md"
+    planner = services.pipeline.planner
+    real_plan = planner.plan_read  # type: ignore[attr-defined]
+    typed = []
+
+    def plan(*args: object, **kwargs: object) -> object:
+        planned = real_plan(*args, **kwargs)
+        if getattr(args[0], "path", "") == "raw/d.md":  # the plan that gives Related two more entries
+            page.write_text(page.read_text().rstrip("\n") + "\n" + THEIRS)  # typed after the plan read it
+            typed.append("d")
+        return planned
+
+    planner.plan_read = plan  # type: ignore[attr-defined]
+    for name, text in THREADS:
+        services.drop(name, text)
+    assert {r.state for r in services.drain()} == {"ingested"}
+    assert typed == ["d"]
+    section = get_section(parse_page(page.read_text()).body, "Related")
+    assert section == "## Related\n\n- [[cachegrind]]\n- [[helgrind]]\n- [[massif]]\n- [[valgrind]]\n" + THEIRS
