@@ -23,14 +23,7 @@ from dataclasses import dataclass, field
 from datetime import date
 
 from ..core.vault import Vault
-from ..ingest.terms import (
-    Mention,
-    Term,
-    TermIndex,
-    _definition_score,
-    mention_sentence,
-    specificity,
-)
+from ..ingest.terms import Mention, Term, TermIndex, _definition_score, mention_sentence, specificity
 from ..ingest.textrules import is_generic_title
 from ..wiki.catalog import Catalog
 from ..wiki.pages import FrontMatterError, Page, get_section, parse_page, render_page, set_section, slugify, unique_name
@@ -166,7 +159,7 @@ class ConceptKeeper:
                 page = self._page_for(term, taken)
                 disk = self._read(page)
                 self.index.set_page(term.key, page)
-            elif not _parses(disk):
+            elif (entry := self.catalog.get(page)) is not None and entry.error:
                 continue  # a page we may not change (unparsable): no link to a page that does not say it
             taken.add(page)
             chosen.append((term, page, disk, mentions))
@@ -175,7 +168,7 @@ class ConceptKeeper:
             change = self._update_page(page, disk, term, mentions, self.index.source_count(term.key), source,
                                        clean_title, today)
             if change is None:
-                continue
+                continue  # its front matter broke since the catalogue read it
             result.edits[page] = (disk, change.text)
             title = parse_page(change.text).title or term.label
             result.links.append((page, title))
@@ -482,16 +475,6 @@ class ConceptKeeper:
 def _link_label(title: str) -> str:
     """A title usable as a link's display text (no ``|`` or brackets)."""
     return " ".join(title.replace("|", "/").replace("]", ")").replace("[", "(").split())
-
-
-def _parses(text: str | None) -> bool:
-    if text is None:
-        return True
-    try:
-        parse_page(text)
-    except FrontMatterError:
-        return False
-    return True
 
 
 def put_section(body: str, heading: str, lines: list[str]) -> str:
