@@ -258,6 +258,35 @@ def _links(text: str, name: str) -> tuple[list[str], list[str]]:
             [link_key(link.target) for link in iter_links(related or "")])
 
 
+# Zorblax is in the first two only in fragments (no sentence end): no page by the engine's rule
+# until the third says what it is in a whole sentence. Helgrind shares the first two with it.
+PROBE = [
+    ("alpha.md", "# Alpha notes\n\nMemcheck is a memory error detector. We ran Memcheck and Helgrind on the "
+                 "parser.\n\nOutput: Zorblax and Memcheck for the parser\n"),
+    ("beta.md", "# Beta notes\n\nMemcheck is a tool that finds leaks. The nightly job runs Memcheck and "
+                "Helgrind.\n\nLogs: Zorblax and Memcheck for the nightly job\n"),
+    ("probe.md", "# Probe notes\n\nZorblax is a probe that samples the parser. We ran Zorblax beside Memcheck "
+                 "last week.\n"),
+]
+
+
+def test_revert_of_the_source_that_said_what_a_term_is_removes_its_page_and_every_link_to_it(tmp_path: Path,
+                                                                                            ) -> None:
+    root = _new_vault(tmp_path, "vault")
+    _ingest(root, PROBE)
+    wiki = _wiki_text(root)
+    assert "zorblax.md" in wiki and "zorblax" in _links(wiki["helgrind.md"], "helgrind.md")[1]
+    _run(root, "revert", "raw/probe.md")
+    never = _new_vault(tmp_path, "never")
+    _ingest(never, PROBE[:2])
+    reverted, expected = _wiki_text(root), _wiki_text(never)
+    assert "zorblax.md" not in reverted and sorted(reverted) == sorted(expected)
+    differ = {name: (_links(reverted[name], name), _links(expected[name], name)) for name in reverted
+              if _links(reverted[name], name) != _links(expected[name], name)}
+    assert not differ, differ  # helgrind.md, which the reverted source never named, included
+    assert git(root, "status", "--porcelain", "--", "wiki").strip() == ""
+
+
 def _tenth(root: Path) -> tuple[str, str]:
     sha = ingest_commits(root)[::-1][9]
     trailer = re.search(r"Wikiwright-Source: (raw/\S+)", git(root, "log", "-1", "--format=%B", sha))

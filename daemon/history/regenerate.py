@@ -234,15 +234,19 @@ class Regenerator:
             return False
         sources = list(dict.fromkeys(m.source for m in remaining))
         gone = {self.stem, *self.dropped.get(key, set())}
-        if len(sources) < 2:
+        # The engine's own rule for a page: two sources share the term and one of them says it
+        # in a whole sentence (the source reverted may have been the only one that did).
+        why = "" if len(sources) >= 2 else "fewer than two sources mention it"
+        if not why and key and max(m.score for m in remaining) < 1.0:
+            why = "no source left says it in a whole sentence"
+        if why:
             if not self.person.touched(page):
                 res.deletes[page] = session.read(page) or text
                 if key:
                     self.index.set_page(key, "")
                 return True
-            res.notes.append(f"wiki/{page}.md is kept although fewer than two sources mention it now: "
-                             "a person edited it")
-            parsed.body = self._note(self._strip_source(parsed.body, gone))
+            res.notes.append(f"wiki/{page}.md is kept although {why} now: a person edited it")
+            parsed.body = self._note(self._strip_source(parsed.body, gone), why)
         else:
             parsed.body = self._refill(self._strip_source(parsed.body, gone), remaining)
             parsed.body = self._count(parsed.body, len(sources))
@@ -339,8 +343,8 @@ class Regenerator:
             parsed.body = body
             res.put(page, session, render_page(parsed))
 
-    def _note(self, body: str) -> str:
-        note = (f"> [!note] Fewer than two sources mention this since the ingest of [[{self.stem}]] was reverted "
+    def _note(self, body: str, why: str) -> str:
+        note = (f"> [!note] {why[:1].upper()}{why[1:]} since the ingest of [[{self.stem}]] was reverted "
                 f"({self.today.isoformat()}); kept because a person edited this page.\n\n")
         if note.split(" since")[0] in body:
             return body
