@@ -12,8 +12,9 @@ and every page that depended on it is brought to what the remaining sources give
   share the term); "Related" is rendered again by the engine's own function once every removal
   is known, on these pages and on every concept page whose list named a removed one (the next
   term in rank takes the place, as in a wiki that never had the source);
-- a concept page left with fewer than two sources is removed if nobody but wikiwright ever
-  changed it, else kept with a note saying why it no longer qualifies;
+- a concept page that no longer qualifies by the engine's rule (two sources share the term and
+  one of them says it in a whole sentence) is removed if nobody but wikiwright ever changed it,
+  else kept with a note saying why;
 - a generated link line to a removed page ("Related pages", a person's page's "Related") goes
   wherever it is;
 - overview.md's block is rendered again from the index (the engine's own ``overview_change``).
