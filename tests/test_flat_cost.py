@@ -184,7 +184,7 @@ def test_a_term_index_from_before_flat_costs_is_migrated_and_counts_right(tmp_pa
     old.close()
     index = TermIndex(path)
     try:
-        assert recorded_versions(path)["terms"] == 2
+        assert recorded_versions(path)["terms"] == 3
         assert [m.source for m in index.mentions("valgrind")] == ["src-a", "src-b", "src-c"]
         assert index.source_count("valgrind") == 3 and index.source_count("memcheck") == 1
         assert index.source_total() == 3 and index.paged_count() == 1

@@ -6,12 +6,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from wikiwright.door.init import init_vault
+from wikiwright.ingest import concepts
+from wikiwright.ingest.terms import TermIndex
 from wikiwright.upkeep.lint import run_lint
 from wikiwright.wiki.pages import OWNED_KEYS, get_section, iter_links, parse_page
 
 from tests.conftest import Services
-from tests.helpers import git
+from tests.helpers import cli, git
+from tests.undo_corpus import corpus
 
 VALGRIND_A = """# Memory checking notes
 
@@ -145,3 +149,129 @@ def test_init_keeps_raw_and_state_out_of_obsidian_search_and_graph(tmp_path: Pat
     (own / "app.json").write_text('{"userIgnoreFilters": ["archive/"]}')
     init_vault(own.parent, "wikiwright", "wikiwright@localhost")
     assert (own / "app.json").read_text() == '{"userIgnoreFilters": ["archive/"]}'
+
+
+# -- "Related": a function of the recorded sources (issue 23) ------------------------------------
+
+def _vault_with(tmp_path: Path, name: str, files: list[tuple[str, str]]) -> Path:
+    root = init_vault(tmp_path / name, "wikiwright", "wikiwright@localhost")[0].root
+    for rel, text in files:
+        (root / "raw" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / "raw" / rel).write_text(text)
+    done = cli("ingest", *(str(root / "raw" / rel) for rel, _ in files), "--vault", str(root), timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return root
+
+
+def _related_lists(root: Path) -> dict[str, list[str]]:
+    """Every concept page's "Related" entries, in their order."""
+    found = {}
+    for path in sorted((root / "wiki").glob("*.md")):
+        if path.stem in ("index", "log", "overview"):
+            continue
+        section = get_section(parse_page(path.read_text(encoding="utf-8")).body, "Related")
+        found[path.stem] = [link.target for link in iter_links(section or "")]
+    return found
+
+
+def test_related_is_the_same_whatever_order_the_sources_came_in(tmp_path: Path) -> None:
+    docs = corpus(20)
+    forward = _related_lists(_vault_with(tmp_path, "forward", docs))
+    backward = _related_lists(_vault_with(tmp_path, "backward", docs[::-1]))
+    assert sorted(forward) == sorted(backward)  # the same concept pages
+    assert sum(len(entries) >= 3 for entries in forward.values()) >= 3  # lists worth comparing
+    differ = {page: (forward[page], backward[page]) for page in forward if forward[page] != backward[page]}
+    assert not differ, differ
+
+
+MEMORY = [
+    ("a.md", "# Memory notes\n\nValgrind is an instrumentation framework. "
+             "We ran Memcheck and Cachegrind under Valgrind on the parser.\n"),
+    ("b.md", "# Build profiling\n\nMemcheck is a memory error detector. "
+             "The nightly job runs Memcheck and Cachegrind beside Valgrind.\n"),
+]
+THREADS = [
+    ("c.md", "# Release checks\n\nMassif is a heap profiler. Memcheck and Massif run before each release, "
+             "with Helgrind.\n"),
+    ("d.md", "# Threads\n\nHelgrind is a thread error detector. We run Helgrind, Massif and Memcheck on the server.\n"),
+]
+THEIRS = "- [[cachegrind]] — we profile with it every night\n\nAsk Dana before changing the suppressions.\n"
+
+
+def test_a_persons_lines_in_related_stay_when_the_engine_writes_it_again(tmp_path: Path) -> None:
+    root = _vault_with(tmp_path, "vault", MEMORY)
+    page = root / "wiki" / "memcheck.md"
+    first = "## Related\n\n- [[cachegrind]]\n- [[valgrind]]\n"
+    assert get_section(parse_page(page.read_text()).body, "Related") == first
+    page.write_text(page.read_text().rstrip("\n") + "\n" + THEIRS)  # a person's lines, not committed
+    for rel, text in THREADS:
+        (root / "raw" / rel).write_text(text)
+    done = cli("ingest", *(str(root / "raw" / rel) for rel, _ in THREADS), "--vault", str(root))
+    assert done.returncode == 0, done.stderr
+    # The engine's list, written whole in its rank (ties by name), then the person's lines.
+    assert get_section(parse_page(page.read_text()).body, "Related") == (
+        "## Related\n\n- [[cachegrind]]\n- [[helgrind]]\n- [[massif]]\n- [[valgrind]]\n" + THEIRS)
+    done = cli("revert", "raw/d.md", "--vault", str(root))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert not (root / "wiki" / "massif.md").exists() and not (root / "wiki" / "helgrind.md").exists()
+    assert get_section(parse_page(page.read_text()).body, "Related") == first + THEIRS
+    assert git(root, "status", "--porcelain", "--", "wiki").strip() == ""
+    authors = set(git(root, "log", "--format=%an", "--", "wiki/memcheck.md").splitlines())
+    assert len(authors) == 2 and "wikiwright" in authors  # the person's lines committed as theirs
+
+
+TOOLS = ["Valgrind", "PgBouncer", "KafkaBridge", "Terraform", "ClickHouse", "WireGuard"]
+
+
+def _field_note(n: int) -> str:
+    first, second, third = TOOLS[n % 6], TOOLS[(n + 1) % 6], TOOLS[(n + 3) % 6]
+    return (f"# Field note {n}\n\n{first} is a tool that checks the billing events in note {n}. "
+            f"We ran {second} beside {first} on Tuesday. {third} keeps the audit trail for note {n}.\n")
+
+
+def test_related_is_what_the_index_gives_on_pages_past_a_sources_links(services: Services,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    # Two links a source: its third shared term's page is not written for it, yet its shared
+    # counts grew; its "Related" is still the term index's answer.
+    monkeypatch.setattr(concepts, "MAX_LINKS", 2)
+    for n in range(12):
+        services.drop(f"note-{n:02d}.md", _field_note(n))
+        assert {r.state for r in services.drain()} == {"ingested"}
+    terms: TermIndex = services.pipeline.planner.terms  # type: ignore[attr-defined]
+    checked = 0
+    for path in sorted(services.vault.wiki.glob("*.md")):
+        key = terms.key_of_page(path.stem)
+        if not key:
+            continue
+        want = [page for _, page, _ in terms.related(key, 9) if page != path.stem][:8]
+        section = get_section(parse_page(path.read_text(encoding="utf-8")).body, "Related")
+        assert [link.target for link in iter_links(section or "")] == want, path.stem
+        checked += bool(want)
+    assert checked >= 4
+
+
+def test_a_person_typing_in_related_while_the_engine_plans_keeps_their_line(services: Services) -> None:
+    """The door merges three ways (what the plan read, the person's page now, the engine's):
+    the person's added line stays in the regenerated section."""
+    for name, text in MEMORY:
+        services.drop(name, text)
+    services.drain()
+    page = services.vault.wiki / "memcheck.md"
+    planner = services.pipeline.planner
+    real_plan = planner.plan_read  # type: ignore[attr-defined]
+    typed = []
+
+    def plan(*args: object, **kwargs: object) -> object:
+        planned = real_plan(*args, **kwargs)
+        if getattr(args[0], "path", "") == "raw/d.md":  # the plan that gives Related two more entries
+            page.write_text(page.read_text().rstrip("\n") + "\n" + THEIRS)  # typed after the plan read it
+            typed.append("d")
+        return planned
+
+    planner.plan_read = plan  # type: ignore[attr-defined]
+    for name, text in THREADS:
+        services.drop(name, text)
+    assert {r.state for r in services.drain()} == {"ingested"}
+    assert typed == ["d"]
+    section = get_section(parse_page(page.read_text()).body, "Related")
+    assert section == "## Related\n\n- [[cachegrind]]\n- [[helgrind]]\n- [[massif]]\n- [[valgrind]]\n" + THEIRS

@@ -14,9 +14,8 @@ from pathlib import Path
 from wikiwright.core.config import Config
 from wikiwright.core.vault import Vault
 from wikiwright.door.init import init_vault
-from wikiwright.ingest.terms import open_term_index
 from wikiwright.upkeep.review import ReviewQueue
-from wikiwright.wiki.pages import get_section, iter_links, link_key, parse_claims, parse_page, set_section
+from wikiwright.wiki.pages import get_section, iter_links, link_key, parse_claims, parse_page
 
 from tests.conftest import Services
 from tests.helpers import cli, git, ingest_commits
@@ -249,25 +248,43 @@ def test_revert_says_nothing_of_index_pages_rebuilt_without_the_source(tmp_path:
     assert "index-sources" not in out, out  # rebuilt with index.md: neither changed by hand nor linking
 
 
-def _links(text: str, name: str) -> list[str]:
-    """The links of a page. A concept page's "Related" list is left out: the engine fills it
-    as sources arrive (eight when the page is made, then free places in ingest order), so
-    which terms fill its last places depends on the order the sources came in, not only on
-    which sources there are; what the revert guarantees there is checked by ``_related``."""
-    body = parse_page(text).body if text.startswith("---") else text
-    if "/" not in name and get_section(body, "Related") is not None:
-        body = set_section(body, "Related", "")
+def _links(text: str, name: str) -> tuple[list[str], list[str]]:
+    """The links of a page, and the entries of a concept page's "Related" list in their order."""
     if name == "log.md":
-        return []
-    return sorted({link_key(link.target) for link in iter_links(body)})
+        return [], []
+    body = parse_page(text).body if text.startswith("---") else text
+    related = get_section(body, "Related") if "/" not in name else None
+    return (sorted({link_key(link.target) for link in iter_links(body)}),
+            [link_key(link.target) for link in iter_links(related or "")])
 
 
-def _related(text: str, name: str) -> list[str] | None:
-    """The pages a concept page's "Related" list names, in order (None: not such a page)."""
-    if "/" in name or not text.startswith("---"):
-        return None
-    section = get_section(parse_page(text).body, "Related")
-    return None if section is None else [link_key(link.target) for link in iter_links(section)]
+# Zorblax is in the first two only in fragments (no sentence end): no page by the engine's rule
+# until the third says what it is in a whole sentence. Helgrind shares the first two with it.
+PROBE = [
+    ("alpha.md", "# Alpha notes\n\nMemcheck is a memory error detector. We ran Memcheck and Helgrind on the "
+                 "parser.\n\nOutput: Zorblax and Memcheck for the parser\n"),
+    ("beta.md", "# Beta notes\n\nMemcheck is a tool that finds leaks. The nightly job runs Memcheck and "
+                "Helgrind.\n\nLogs: Zorblax and Memcheck for the nightly job\n"),
+    ("probe.md", "# Probe notes\n\nZorblax is a probe that samples the parser. We ran Zorblax beside Memcheck "
+                 "last week.\n"),
+]
+
+
+def test_revert_of_the_source_that_said_what_a_term_is_removes_its_page_and_every_link_to_it(tmp_path: Path,
+                                                                                            ) -> None:
+    root = _new_vault(tmp_path, "vault")
+    _ingest(root, PROBE)
+    wiki = _wiki_text(root)
+    assert "zorblax.md" in wiki and "zorblax" in _links(wiki["helgrind.md"], "helgrind.md")[1]
+    _run(root, "revert", "raw/probe.md")
+    never = _new_vault(tmp_path, "never")
+    _ingest(never, PROBE[:2])
+    reverted, expected = _wiki_text(root), _wiki_text(never)
+    assert "zorblax.md" not in reverted and sorted(reverted) == sorted(expected)
+    differ = {name: (_links(reverted[name], name), _links(expected[name], name)) for name in reverted
+              if _links(reverted[name], name) != _links(expected[name], name)}
+    assert not differ, differ  # helgrind.md, which the reverted source never named, included
+    assert git(root, "status", "--porcelain", "--", "wiki").strip() == ""
 
 
 def _tenth(root: Path) -> tuple[str, str]:
@@ -297,27 +314,9 @@ def test_revert_the_tenth_of_eighty_ingests_matches_a_wiki_that_never_had_it(tmp
     assert sorted(reverted) == sorted(never)  # the same pages
     differ = {name: (_links(reverted[name], name), _links(never[name], name)) for name in reverted
               if _links(reverted[name], name) != _links(never[name], name)}
-    assert not differ, differ  # the same links (overview.md and index.md included)
+    assert not differ, differ  # the same links, "Related" in the same order (overview.md and index.md included)
     counter = re.compile(r"^\d+ source\(s\); \d+ concept.*$", re.M)
     assert counter.findall(reverted["overview.md"]) == counter.findall(never["overview.md"])
-    # "Related": as long as in the wiki that never had the source (refilled to the engine's
-    # eight, never past them), each entry an existing page whose term shares two or more
-    # sources with the page's term there; which tied terms fill the last places is the
-    # engine's ingest order (cache-eviction: grafana here, postgres there, both share 2).
-    index = open_term_index(without / ".wikiwright")
-    try:
-        for name, text in reverted.items():
-            listed, expected = _related(text, name), _related(never[name], name)
-            if listed is None and expected is None:
-                continue
-            assert len(listed or []) == len(expected or []), (name, listed, expected)
-            key = index.key_of_page(name.removesuffix(".md"))
-            shared = {link_key(page) for _, page, _ in index.related(key, 10_000)} if key else set()
-            for target in listed or []:
-                assert f"{target}.md" in reverted, (name, target)
-                assert target in shared, (name, target, "shares fewer than two sources with it")
-    finally:
-        index.close()
     assert git(everything, "status", "--porcelain", "--", "wiki").strip() == ""
     _doctor_clean(everything)
     lint = json.loads(cli("lint", "--json", "--vault", str(everything)).stdout)

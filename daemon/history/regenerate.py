@@ -9,10 +9,14 @@ and every page that depended on it is brought to what the remaining sources give
 - a concept page still shared by two or more sources loses the source's line, its entry in
   ``sources`` and an alias only it used; its "What it is" quote, when it was the source's, is
   the one the engine would have chosen without it (the best of the first two sources that
-  share the term); "Related" keeps only terms that still share two sources with it;
-- a concept page left with fewer than two sources is removed if nobody but wikiwright ever
-  changed it, else kept with a note saying why it no longer qualifies;
-- a generated link line to a removed page ("Related pages", "Related") goes wherever it is;
+  share the term); "Related" is rendered again by the engine's own function once every removal
+  is known, on these pages and on every concept page whose list named a removed one (the next
+  term in rank takes the place, as in a wiki that never had the source);
+- a concept page that no longer qualifies by the engine's rule (two sources share the term and
+  one of them says it in a whole sentence) is removed if nobody but wikiwright ever changed it,
+  else kept with a note saying why;
+- a generated link line to a removed page ("Related pages", a person's page's "Related") goes
+  wherever it is;
 - overview.md's block is rendered again from the index (the engine's own ``overview_change``).
 
 A source the term index here never recorded (ingested on another machine and merged by sync)
@@ -30,7 +34,6 @@ from ..core.errors import WikiwrightError
 from ..door import Operation
 from ..ingest.concepts import (
     MAX_LISTED,
-    MAX_RELATED,
     MENTIONED,
     OVERVIEW_END,
     OVERVIEW_START,
@@ -72,10 +75,6 @@ class Regeneration:
             self.edits[page] = (base, new)
 
 
-def _related_line(label: str, page: str) -> str:
-    return f"- [[{page}]]" if label.casefold() == page.casefold() else f"- [[{page}|{quote_safe(label)}]]"
-
-
 def _mention_sources(body: str) -> list[str]:
     section = get_section(body, MENTIONED) or ""
     return [m.group(1) for line in section.splitlines() if (m := _LINK_LINE.match(line))]
@@ -114,6 +113,7 @@ class Regenerator:
         self._terms_cache: dict[str, set[str] | None] = {}
         self._records: dict[str, SourceRecord] | None = None
         self._pages: dict[str, str] = {}
+        self._removed: set[str] = set()  # pages removed by this revert (case-folded)
         self.had_block = OVERVIEW_START in (session.read("overview") or "")
 
     def close(self) -> None:
@@ -159,6 +159,12 @@ class Regenerator:
         for page, key in sorted(pages.items()):
             if self._concept(page, key, mine.get(key)):
                 removed.add(page)
+        # "Related" once every removal is known: a page that goes is named nowhere, and the
+        # next term in rank takes its place, as in a wiki that never had the source.
+        self._removed = {p.casefold() for p in removed}
+        for page, key in sorted(pages.items()):
+            if key and page not in removed:
+                self._relate(page, key)
         if removed or self.dropped:
             self._unlink(removed)
         self.result.handled |= set(pages)
@@ -229,20 +235,23 @@ class Regenerator:
             return False
         sources = list(dict.fromkeys(m.source for m in remaining))
         gone = {self.stem, *self.dropped.get(key, set())}
-        if len(sources) < 2:
+        # The engine's own rule for a page: two sources share the term and one of them says it
+        # in a whole sentence (the source reverted may have been the only one that did).
+        why = "" if len(sources) >= 2 else "fewer than two sources mention it"
+        if not why and key and max(m.score for m in remaining) < 1.0:
+            why = "no source left says it in a whole sentence"
+        if why:
             if not self.person.touched(page):
                 res.deletes[page] = session.read(page) or text
                 if key:
                     self.index.set_page(key, "")
                 return True
-            res.notes.append(f"wiki/{page}.md is kept although fewer than two sources mention it now: "
-                             "a person edited it")
-            parsed.body = self._note(self._strip_source(parsed.body, gone))
+            res.notes.append(f"wiki/{page}.md is kept although {why} now: a person edited it")
+            parsed.body = self._note(self._strip_source(parsed.body, gone), why)
         else:
             parsed.body = self._refill(self._strip_source(parsed.body, gone), remaining)
             parsed.body = self._count(parsed.body, len(sources))
             parsed.body = self._what_it_is(parsed, remaining)
-            parsed.body = self._related(parsed.body, key, page)
         meta = parsed.meta
         in_meta = meta.get("sources")
         if isinstance(in_meta, list) and gone & set(in_meta):
@@ -315,37 +324,28 @@ class Regenerator:
             meta["summary"] = quote_safe(summary if len(summary) <= 200 else summary[:197].rstrip() + "…")
         return set_section(body, "What it is", new)
 
-    def _related(self, body: str, key: str, page: str) -> str:
-        """Only terms that still share two sources with it; then, as an update by the engine
-        does, the related terms now missing, while fewer than MAX_RELATED are listed."""
-        if not key:
-            return body
-        now = [(k, p) for k, p, _ in self.index.related(key, 10_000) if p != page]
-        still = {p.casefold() for _, p in now}
-        section = get_section(body, "Related") or ""
-        gone = set()
-        for line in section.splitlines():
-            m = _LINK_LINE.match(line)
-            if m and m.group(1).casefold() not in still and self.index.key_of_page(m.group(1)):
-                gone.add(m.group(1).casefold())
-        if gone:
-            body = _drop_link_lines(body, "Related", gone)
-        section = get_section(body, "Related") or ""
-        listed = {m.group(1).casefold() for line in section.splitlines() if (m := _LINK_LINE.match(line))}
-        # Refilled up to MAX_RELATED, the size of the list the engine writes when it makes the
-        # page, in the engine's rank (most shared sources first), never past it.
-        free = max(0, MAX_RELATED - len(listed))
-        missing = [(k, p) for k, p in now[:MAX_RELATED] if p.casefold() not in listed][:free]
-        if missing:
-            lines = [_related_line(self.index.label(k), p) for k, p in missing]
-            if section:
-                body = set_section(body, "Related", section.rstrip("\n") + "\n" + "\n".join(lines) + "\n\n")
-            else:
-                body = body.rstrip("\n") + "\n\n## Related\n\n" + "\n".join(lines) + "\n"
-        return body
+    def _related_body(self, body: str, key: str, page: str) -> str:
+        """``body`` with "Related" as the engine renders it from the index without the source
+        (the same function an ingest uses); lines to pages this revert removes go first, so
+        they are not taken for a person's."""
+        return self.keeper.related_body(_drop_link_lines(body, "Related", self._removed), key, page)
 
-    def _note(self, body: str) -> str:
-        note = (f"> [!note] Fewer than two sources mention this since the ingest of [[{self.stem}]] was reverted "
+    def _relate(self, page: str, key: str) -> None:
+        session, res = self.session, self.result
+        text = res.text(page, session)
+        if text is None:
+            return
+        try:
+            parsed = parse_page(text)
+        except FrontMatterError:
+            return
+        body = self._related_body(parsed.body, key, page)
+        if body != parsed.body:
+            parsed.body = body
+            res.put(page, session, render_page(parsed))
+
+    def _note(self, body: str, why: str) -> str:
+        note = (f"> [!note] {why[:1].upper()}{why[1:]} since the ingest of [[{self.stem}]] was reverted "
                 f"({self.today.isoformat()}); kept because a person edited this page.\n\n")
         if note.split(" since")[0] in body:
             return body
@@ -403,24 +403,13 @@ class Regenerator:
             return None
         mine = targets | extra.get(name, set())
         new_body = _drop_link_lines(parsed.body, RELATED_SOURCE_SECTION, mine)
-        new_body = _drop_link_lines(new_body, "Related", targets | self._unrelated(name, parsed.body))
+        key = self.index.key_of_page(name) if "/" not in name else ""
+        # A concept page: its list as the index gives it now (a place freed is taken by the next).
+        new_body = self._related_body(new_body, key, name) if key else _drop_link_lines(new_body, "Related", targets)
         if new_body == parsed.body:
             return None
         parsed.body = new_body
         return render_page(parsed)
-
-    def _unrelated(self, name: str, body: str) -> set[str]:
-        """Pages this source made related to ``name`` that no longer share two sources with it."""
-        key = self.index.key_of_page(name) if "/" not in name else ""
-        if not key or name in self._pages:
-            return set()
-        section = get_section(body, "Related") or ""
-        listed = {m.group(1).casefold() for line in section.splitlines() if (m := _LINK_LINE.match(line))}
-        touched = listed & {p.casefold() for p in self._pages}
-        if not touched:
-            return set()
-        still = {p.casefold() for _, p, _ in self.index.related(key, 10_000)}
-        return touched - still
 
     # -- overview.md ------------------------------------------------------------------------
 

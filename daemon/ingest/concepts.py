@@ -5,10 +5,12 @@ what it is (the best defining sentence, quoted, with its source; replaced when a
 defines it better and the section is still the engine's own quote), which sources mention it
 and the sentence where each does, and the related terms that share sources with it. Every
 change is a :class:`PageChange` computed from the page as it is on disk (its base, for
-compare-and-swap): a new source adds its line (the first MAX_LISTED; then the count line), its
-source to ``sources`` (the first MAX_FRONT_SOURCES) and any new related term, so a page and the
-work of keeping it stop growing however many sources cite it; nothing else already on a page
-is rewritten, so a person's edits and a model's later additions stay. overview.md's "main
+compare-and-swap): a new source adds its line (the first MAX_LISTED; then the count line) and
+its source to ``sources`` (the first MAX_FRONT_SOURCES), so a page and the work of keeping it
+stop growing however many sources cite it. "Related" is written whole from the term index each
+time a page is written (a function of the recorded sources, not of their order; a person's
+lines there kept); nothing else already on a page is rewritten, so a person's edits and a
+model's later additions stay. overview.md's "main
 ones" are ranked by sources × specificity (wordfreq). Pages carry the same front matter as
 model-written pages (``type``, ``title``, ``summary``, ``sources`` as source page stems,
 ``updated``, ``tags``, ``aliases``), so a model configured later continues them.
@@ -35,11 +37,13 @@ MAX_LISTED = 50  # "Mentioned in" lines on one page; the count line says how man
 # them; the term index (terms.db) knows every one.
 MAX_FRONT_SOURCES = 10
 MAX_RELATED = 8
-RELATED_WINDOW = 200  # newest sources of a term in which an ingest looks for related terms (bounded work)
 MAX_BACKFILL = 20  # earlier source pages given the link when a shared term gets its page
 OVERVIEW_START = "<!-- wikiwright:overview:start (kept by wikiwright from the wiki; edit outside this block) -->"
 OVERVIEW_END = "<!-- wikiwright:overview:end -->"
 MENTIONED = "Mentioned in"
+RELATED = "Related"
+# A line of "Related" as the engine writes it: a bare link, perhaps with the term's label.
+_ENGINE_RELATED_LINE = re.compile(r"^- \[\[([^\]|#]+)(?:\|[^\]]*)?\]\][ \t]*$")
 RELATED_SOURCE_SECTION = "Related pages"
 OWN_TYPES = ("entity", "concept", "topic", "stub")
 
@@ -112,6 +116,7 @@ class ConceptKeeper:
         result = ConceptResult()
         clean_title = _link_label(source_title)
         by_key = {t.key: t for t in terms}
+        by_title: set[str] = set()
         # Pages this engine keeps, found by title in the text but not among the extracted terms.
         for name in title_matches:
             key = self.index.key_of_page(name)
@@ -120,12 +125,20 @@ class ConceptKeeper:
                 term = _term_in(label, key, sentences)
                 if term is not None:
                     by_key[key] = term
+                    by_title.add(key)
         terms = list(by_key.values())
-        self.index.record(source, source_title, terms)
+        self.index.record(source, source_title, terms, frozenset(by_title))
+        # First every term's page (made now, or already there), then the pages' text: "Related"
+        # names the terms that have a page, so it is written once this source gave theirs.
+        chosen: list[tuple[Term, str, str | None, list[Mention]]] = []
         taken: set[str] = set()
+        beyond: list[tuple[str, str]] = []  # (key, page) of paged terms past the links a source gets
         for term in terms:
-            if len(result.links) >= MAX_LINKS:
-                break
+            if len(chosen) >= MAX_LINKS:
+                page = self.index.page_of(term.key)
+                if page:
+                    beyond.append((term.key, page))
+                continue
             # What a page needs, by key: this source's mention and how many sources mention the
             # term; the earlier mentions only when the page is made (the first MAX_LISTED).
             count = self.index.source_count(term.key)
@@ -146,15 +159,28 @@ class ConceptKeeper:
                 page = self._page_for(term, taken)
                 disk = self._read(page)
                 self.index.set_page(term.key, page)
-            taken.add(page)
-            change = self._update_page(page, disk, term, mentions, count, source, clean_title, today)
-            if change is None:
+            elif (entry := self.catalog.get(page)) is not None and entry.error:
                 continue  # a page we may not change (unparsable): no link to a page that does not say it
+            taken.add(page)
+            chosen.append((term, page, disk, mentions))
+        made: list[tuple[str, str]] = []  # (key, page) of the pages made by this source
+        for term, page, disk, mentions in chosen:
+            change = self._update_page(page, disk, term, mentions, self.index.source_count(term.key), source,
+                                       clean_title, today)
+            if change is None:
+                continue  # its front matter broke since the catalogue read it
             result.edits[page] = (disk, change.text)
             title = parse_page(change.text).title or term.label
             result.links.append((page, title))
             if disk is None:
+                made.append((term.key, page))
                 self._backfill(result, page, title, mentions, source)
+        # Pages whose "Related" this source changed without writing them otherwise: those of
+        # terms that share sources with a page it made, and those past its links (their shared
+        # counts grew with it), so every list is what the index gives.
+        self._relate_to(result, [(k, o) for key, page in made for k, o, _ in self.index.related(key, 10_000)
+                                 if o != page], today)
+        self._relate_to(result, beyond, today)
         # Title matches to other pages (a person's or a model's) are links too, if not generic.
         for name in title_matches:
             if len(result.links) >= MAX_LINKS + 10:
@@ -210,10 +236,10 @@ class ConceptKeeper:
         total = max(count, len(mentions))
         if total > len(listed):
             body.append(f"- Mentioned by {total} sources in all.")
-        related = [(k, p) for k, p, _ in self.index.related(term.key, MAX_RELATED, RELATED_WINDOW) if p != page]
+        related = self._related_lines(term.key, page)
         if related:
-            body += ["", "## Related", ""]
-            body += [self._related_line(k, p) for k, p in related]
+            body += ["", f"## {RELATED}", ""]
+            body += related
         summary = " ".join(best.sentence.split())
         meta = {
             "type": term.kind, "title": term.label,
@@ -226,6 +252,54 @@ class ConceptKeeper:
     def _related_line(self, key: str, page: str) -> str:
         label = self.index.label(key)
         return f"- [[{page}]]" if label.casefold() == page.casefold() else f"- [[{page}|{quote_safe(label)}]]"
+
+    def _related_lines(self, key: str, page: str) -> list[str]:
+        """The engine's "Related" lines of ``key``'s page: the terms with a page that share the
+        most sources with it (two or more), ties by key: a function of the recorded sources."""
+        found = [(k, p) for k, p, _ in self.index.related(key, MAX_RELATED + 1) if p != page]
+        return [self._related_line(k, p) for k, p in found[:MAX_RELATED]]
+
+    def related_body(self, body: str, key: str, page: str) -> str:
+        """``body`` with its "Related" section as the term index gives it now (written whole
+        each time the page is, so it never depends on the order the sources came in). Lines the
+        engine does not write there (a person's note, a link with words of its own, a link to a
+        page the engine does not keep) are kept, after the engine's."""
+        lines = self._related_lines(key, page)
+        section = get_section(body, RELATED)
+        own: list[str] = []
+        if section is not None:
+            for line in section.rstrip("\n").split("\n")[1:]:
+                match = _ENGINE_RELATED_LINE.match(line)
+                if (match and self.index.key_of_page(match.group(1).strip())) or line in lines:
+                    continue
+                own.append(line)
+            while own and not own[0].strip():
+                own.pop(0)
+            while own and not own[-1].strip():
+                own.pop()
+        if own and lines and not own[0].startswith(("- ", "* ")):
+            own.insert(0, "")  # a paragraph of theirs stays a paragraph, not part of the list
+        return put_section(body, RELATED, lines + own)
+
+    def _relate_to(self, result: ConceptResult, pages: list[tuple[str, str]], today: date) -> None:
+        """(key, page): pages this source does not write otherwise, given "Related" as the
+        index has it now when that differs from theirs."""
+        for key, page in pages:
+            if page in result.edits:
+                continue
+            disk = self._read(page)
+            if disk is None:
+                continue
+            try:
+                parsed = parse_page(disk)
+            except FrontMatterError:
+                continue
+            body = self.related_body(parsed.body, key, page)
+            if body == parsed.body:
+                continue
+            parsed.body = body
+            parsed.meta["updated"] = today
+            result.edits[page] = (disk, render_page(parsed))
 
     def _update_page(self, page: str, disk: str | None, term: Term, mentions: list[Mention], count: int,
                      source: str, source_title: str, today: date) -> PageChange | None:
@@ -258,17 +332,9 @@ class ConceptKeeper:
                 lines.append(f"- Mentioned by {max(count, listed + 1)} sources in all.")
                 body = set_section(body, MENTIONED, "\n".join(lines) + "\n\n")
             changed = True
-        current = get_section(body, "Related") or ""
-        new_related: list[str] = []
-        if len(re.findall(r"^- \[\[", current, re.MULTILINE)) < MAX_RELATED:  # a full section asks nothing
-            related = [(k, p) for k, p, _ in self.index.related(term.key, MAX_RELATED, RELATED_WINDOW) if p != page]
-            new_related = [self._related_line(k, p) for k, p in related
-                           if f"[[{p}]]" not in current and f"[[{p}|" not in current]
-        if new_related:
-            if current:
-                body = set_section(body, "Related", current.rstrip("\n") + "\n" + "\n".join(new_related) + "\n\n")
-            else:
-                body = _append_section(body, "Related", new_related)
+        related = self.related_body(body, term.key, page)
+        if related != body:
+            body = related
             changed = True
         sources = meta.get("sources") or []
         if not isinstance(sources, list):
@@ -409,6 +475,18 @@ class ConceptKeeper:
 def _link_label(title: str) -> str:
     """A title usable as a link's display text (no ``|`` or brackets)."""
     return " ".join(title.replace("|", "/").replace("]", ")").replace("[", "(").split())
+
+
+def put_section(body: str, heading: str, lines: list[str]) -> str:
+    """``body`` with the ``## heading`` section holding ``lines`` (appended at the end when it
+    has none; removed, when ``lines`` is empty), spaced as the engine writes a page."""
+    current = get_section(body, heading)
+    if current is None:
+        return _append_section(body, heading, lines) if lines else body
+    last = body.endswith(current)
+    text = f"## {heading}\n\n" + "\n".join(lines) + "\n" + ("" if last else "\n") if lines else ""
+    new = set_section(body, heading, text)
+    return new.rstrip("\n") + "\n" if last and not lines else new
 
 
 def _append_section(body: str, heading: str, lines: list[str]) -> str:

@@ -37,6 +37,8 @@ from ..ingest.textrules import is_generic_title, section_is_boilerplate, sentenc
 log = logging.getLogger(__name__)
 
 MAX_TERMS = 30
+# Sources of a term among which its related terms are counted (bounded work, rule 16 of DESIGN.md).
+RELATED_WINDOW = 200
 YAKE_CHARS = 4000
 _WORD = r"[A-Za-z][\w+#.-]*[\w+#]|[A-Za-z]"
 _CAP_WORD = r"(?:[A-Z][\w+#-]*[\w+#]|[A-Z]\b)"
@@ -488,10 +490,14 @@ CREATE TABLE IF NOT EXISTS mentions (
     sentence TEXT NOT NULL,
     score REAL NOT NULL,
     seq INTEGER NOT NULL DEFAULT -1,   -- the source's ingest order (sources.seq) when it was recorded
+    -- 1: looked for in the source only because the term had a page by then (its title found in
+    -- the text), so whether it is recorded depends on the ingest order; "Related" leaves it out
+    by_title INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (key, source)
 );
 CREATE INDEX IF NOT EXISTS mentions_source ON mentions(source);
 CREATE INDEX IF NOT EXISTS mentions_key_seq ON mentions(key, seq);
+CREATE INDEX IF NOT EXISTS mentions_own ON mentions(key, source) WHERE by_title = 0;
 CREATE TABLE IF NOT EXISTS sources (
     source TEXT PRIMARY KEY,
     title TEXT NOT NULL,
@@ -510,7 +516,9 @@ UPDATE terms SET sources = (SELECT count(*) FROM mentions m WHERE m.key = terms.
 INSERT OR IGNORE INTO totals(name, value) SELECT 'sources', count(*) FROM sources;
 INSERT OR IGNORE INTO totals(name, value) SELECT 'paged', count(*) FROM terms WHERE page != '';
 """
-SCHEMA_VERSION = 2  # 2: mentions.seq, terms.sources, totals and the indexes that keep ingest cost flat
+# 2: mentions.seq, terms.sources, totals and the indexes that keep ingest cost flat; 3: mentions.by_title
+# (a file from version 2 takes every mention as the source's own: it cannot tell)
+SCHEMA_VERSION = 3
 
 
 @dataclass(frozen=True)
@@ -540,8 +548,9 @@ class TermIndex:
         with self._lock:
             self._db.close()
 
-    def record(self, source: str, title: str, terms: list[Term]) -> None:
-        """This source's terms replace what an earlier version of it said."""
+    def record(self, source: str, title: str, terms: list[Term], by_title: frozenset[str] = frozenset()) -> None:
+        """This source's terms replace what an earlier version of it said. ``by_title``: the keys
+        among them found only by a page's title in the text (not among the source's own terms)."""
         with self._lock, self._db:
             db = self._db
             old = [str(r[0]) for r in db.execute("SELECT key FROM mentions WHERE source=?", (source,))]
@@ -557,8 +566,8 @@ class TermIndex:
                            (term.key, term.label, term.kind))
                 db.execute("UPDATE terms SET sources = sources + 1 WHERE key=?", (term.key,))
                 db.execute(
-                    "INSERT INTO mentions(key, source, label, sentence, score, seq) VALUES (?,?,?,?,?,?)",
-                    (term.key, source, term.label, term.sentence, term.score, seq),
+                    "INSERT INTO mentions(key, source, label, sentence, score, seq, by_title) VALUES (?,?,?,?,?,?,?)",
+                    (term.key, source, term.label, term.sentence, term.score, seq, int(term.key in by_title)),
                 )
 
     def mentions(self, key: str, limit: int = 200) -> list[Mention]:
@@ -616,23 +625,23 @@ class TermIndex:
             row = self._db.execute("SELECT label FROM terms WHERE key=?", (key,)).fetchone()
         return str(row[0]) if row else key
 
-    def related(self, key: str, limit: int = 8, recent: int | None = None) -> list[tuple[str, str, int]]:
-        """(key, page, shared sources) of paged terms that share two or more sources with ``key``.
+    def related(self, key: str, limit: int = 8, window: int = RELATED_WINDOW) -> list[tuple[str, str, int]]:
+        """(key, page, shared sources) of paged terms that share two or more sources with ``key``,
+        most shared first, then by key.
 
-        ``recent``: count only among the newest ``recent`` sources mentioning ``key`` (an ingest's
-        question, answered in bounded time however many sources mention it); None: among all."""
-        args: list[object] = [key]
-        mine = "SELECT source FROM mentions WHERE key=?"
-        if recent is not None:
-            mine += " ORDER BY seq DESC LIMIT ?"
-            args.append(recent)
+        Only a source's own terms count (``by_title`` mentions exist or not by the order the
+        sources came in), among ``window`` of the sources mentioning ``key``: the first by
+        source page name, not the newest, so the answer is bounded work however many sources
+        mention the term and the same whatever order the sources came in (a revert, or two
+        machines ingesting in different orders, give the same list)."""
         with self._lock:
             rows = self._db.execute(
-                f"SELECT other.key, t.page, count(*) AS shared FROM ({mine}) AS mine "
-                "JOIN mentions other ON other.source = mine.source AND other.key != ? "
+                "SELECT other.key, t.page, count(*) AS shared "
+                "FROM (SELECT source FROM mentions WHERE key=? AND by_title = 0 ORDER BY source LIMIT ?) AS mine "
+                "JOIN mentions other ON other.source = mine.source AND other.key != ? AND other.by_title = 0 "
                 "JOIN terms t ON t.key = other.key AND t.page != '' "
                 "GROUP BY other.key HAVING shared >= 2 ORDER BY shared DESC, other.key LIMIT ?",
-                (*args, key, limit),
+                (key, window, key, limit),
             ).fetchall()
         return [(str(r[0]), str(r[1]), int(r[2])) for r in rows]
 
