@@ -173,7 +173,8 @@ def test_page_merge_keeps_both_machines_claims_and_reapplies_supersession(vault)
 
 
 def test_overview_keeps_one_generated_block_and_both_sides_text(vault) -> None:
-    from wikiwright.door.sync import _merge_overview
+    from wikiwright.vcs.remote import merge_file
+    from wikiwright.wiki.syncmerge import merge_overview
 
     start = "<!-- wikiwright:overview:start (kept by wikiwright from the wiki; edit outside this block) -->"
     end = "<!-- wikiwright:overview:end -->"
@@ -182,8 +183,9 @@ def test_overview_keeps_one_generated_block_and_both_sides_text(vault) -> None:
         return "---\ntype: overview\n---\n\n# Overview\n\n" + "".join(f"{x}\n" for x in extra) + \
             f"{start}\n{block}\n{end}\n"
 
-    merged = _merge_overview(GitRepo(vault.root), page("3 sources"), page("5 sources", "Mine."),
-                             page("4 sources", "Theirs."))
+    repo = GitRepo(vault.root)
+    merged = merge_overview(page("3 sources"), page("5 sources", "Mine."), page("4 sources", "Theirs."),
+                            lambda b, o, t, favour: merge_file(repo, b, o, t, favour))
     assert merged.count(start) == 1 and merged.count(end) == 1 and "4 sources" in merged
     assert "Mine." in merged and "Theirs." in merged and not MARKER_RE.search(merged)
 
@@ -420,11 +422,11 @@ def test_a_round_killed_after_writing_files_is_undone_and_redone(world: tuple[Pa
     crashed = ww(mb.root, {**sync_env(isolated_env), "WIKIWRIGHT_CRASH_AT": "sync-files-written"}, "sync")
     assert crashed.returncode != 0
     assert git(mb.root, "rev-parse", "HEAD") == head  # HEAD never moved
-    assert (mb.vault.state / "sync-journal.json").exists()
+    assert (mb.vault.state / "journal.json").exists()  # the door's one journal
     # An ingest on B before the next sync round: its door first undoes the half-done merge, so
     # the merged files are never committed as a person's edit.
     mb.ingest("after-crash.md", source_text(4, "after the crash"))
-    assert not (mb.vault.state / "sync-journal.json").exists()
+    assert not (mb.vault.state / "journal.json").exists()
     mb.sync()
     assert (mb.root / "wiki" / "sources" / "src-from-a.md").exists()
     subjects = git(mb.root, "log", "--format=%an|%s").splitlines()

@@ -7,15 +7,21 @@ and the ledger updates that follow it. For every file it names the blob the file
 (always committed: the person's edits are committed first) and the blob the operation
 writes, so recovery can tell the operation's text from anything else.
 
-Recovery (when a door opens, under the write lock): if the operation's commit landed
-(``Wikiwright-Op: <id>`` in history) it is rolled forward — the ledger updates the journal
-names are made — else every file still holding the operation's text gets its earlier text
-back. Both are idempotent, so a second crash during recovery is recovered the same way.
+An operation that moves HEAD to a commit it did not make alone (a sync round's merge commit,
+or a fast-forward to the remote's commit) names the expected move, ``head: [old, new]``, just
+before HEAD moves.
+
+Recovery (when a door opens, under the write lock): if the operation's commit landed (HEAD at
+the expected move's commit or past it; else ``Wikiwright-Op: <id>`` in history) it is rolled
+forward — the ledger updates the journal names are made — else every file still holding the
+operation's text gets its earlier text back. Both are idempotent, so a second crash during
+recovery is recovered the same way.
 
 A journal is replayed only when every file it names is one the door writes (``wiki/**.md``,
-``REVIEW.md``, ``SCHEMA.md``, ``.gitignore``; no symbolic link on the way) and every blob is a
-blob id: a journal from anywhere else (a synced or forged file) is set aside as
-``journal.json.refused``, never replayed, and :attr:`Journal.refused` says why.
+``REVIEW.md``, ``SCHEMA.md``, ``.gitignore``; for a sync round, what sync may bring from
+another machine: :func:`~wikiwright.core.vaultpaths.sync_problem`; no symbolic link on the
+way) and every blob is a blob id: a journal from anywhere else (a synced or forged file) is
+set aside as ``journal.json.refused``, never replayed, and :attr:`Journal.refused` says why.
 """
 
 from __future__ import annotations
@@ -30,7 +36,8 @@ from typing import Any
 from ..core.crashpoints import crash_point
 from ..core.errors import UnsafePathError
 from ..core.fsutil import atomic_write_text
-from ..core.vaultpaths import ROOT_FILES, safe_target
+from ..core.opkinds import OpKind
+from ..core.vaultpaths import ROOT_FILES, safe_target, sync_problem
 
 log = logging.getLogger(__name__)
 
@@ -57,12 +64,15 @@ class JournalEntry:
     # Ledger calls to make once the commit exists: [method, args]; "@commit" stands for its sha.
     ledger: list[list[Any]] = field(default_factory=list)
     page_blobs: dict[str, str] = field(default_factory=dict)
+    # HEAD's expected move [old ('' for none), new], named just before it moves (merges only).
+    head_move: list[str] = field(default_factory=list)
 
     def to_json(self) -> str:
         return json.dumps({
             "id": self.op_id, "kind": self.kind, "title": self.title,
             "files": {rel: [c.before, c.after, c.disk_before, c.disk_after] for rel, c in self.files.items()},
             "ledger": self.ledger, "page_blobs": self.page_blobs,
+            **({"head": self.head_move} if self.head_move else {}),
         }, ensure_ascii=False)
 
     @classmethod
@@ -70,14 +80,21 @@ class JournalEntry:
         data = json.loads(text)
         return cls(str(data["id"]), str(data["kind"]), str(data.get("title", "")),
                    {rel: FileChange(*row) for rel, row in data.get("files", {}).items()},
-                   list(data.get("ledger", [])), dict(data.get("page_blobs", {})))
+                   list(data.get("ledger", [])), dict(data.get("page_blobs", {})), list(data.get("head", [])))
 
 
 def entry_problem(root: Path, entry: JournalEntry) -> str:
     """Why the door must not replay ``entry`` ('' when it may): a file it does not write, or a
     value that is not a blob id."""
+    if entry.head_move and not (len(entry.head_move) == 2 and all(
+            isinstance(sha, str) and (sha == "" or _BLOB_RE.match(sha)) for sha in entry.head_move)):
+        return "its expected HEAD move is not two commit ids"
     for rel, change in entry.files.items():
-        if not (rel in ROOT_FILES or (rel.startswith("wiki/") and rel.endswith(".md"))):
+        if entry.kind == OpKind.SYNC.value:
+            problem = sync_problem(rel)
+            if problem:
+                return f"it names {rel[:200]!r}, which sync never writes ({problem})"
+        elif not (rel in ROOT_FILES or (rel.startswith("wiki/") and rel.endswith(".md"))):
             return f"it names {rel[:200]!r}, which the door never writes"
         try:
             safe_target(root, rel)
