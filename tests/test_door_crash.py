@@ -341,3 +341,26 @@ def test_the_sweep_checks_would_catch_a_half_operation(tmp_path: Path) -> None:
         op.write([PageChange("stray", "# Stray\n\nmore\n")])
     with pytest.raises(AssertionError, match="did not write"):
         _audit(root, "ingest", set())
+
+
+def test_one_journal_names_the_head_move_and_the_persons_index(scratch: Path) -> None:
+    """A crash between moving HEAD and updating the person's git index: the door's journal (its
+    only record) names the move and the index entries, and its recovery finishes them — no
+    second file (old code: ``git-index.pending`` beside the journal, read by its own recovery)."""
+    import json
+
+    root = scratch / "v"
+    _base("ingest", root)
+    assert _run(_drain, root, "after-commit")
+    state = root / ".wikiwright"
+    assert not (state / "git-index.pending").exists()
+    entry = json.loads((state / "journal.json").read_text(encoding="utf-8"))
+    head = git(root, "rev-parse", "HEAD").strip()
+    assert entry["head"][1] == head and entry["head"][0] == git(root, "rev-parse", "HEAD^").strip()
+    assert "raw/src.md" in entry["index"] and "wiki/log.md" in entry["index"]
+    staged = git(root, "diff", "--cached", "--name-only")
+    assert "wiki/log.md" in staged  # the person's index has not caught up yet
+    _recover(root)
+    assert git(root, "diff", "--cached", "--name-only") == ""
+    assert not (state / "journal.json").exists()
+    _audit(root, "ingest", set())

@@ -149,6 +149,10 @@ class Door:
             remove_stale_locks(self.vault.root, self.vault.state)
             self.repo.finish_index_sync()
             entry = self.journal.load()
+            if entry is not None and entry.index:
+                # A commit of the operation (or of the person's edits it made first) moved HEAD;
+                # the person's index may not have caught up.
+                self.repo.finish_index_entries(entry.index)
             if entry is None:
                 if self.journal.refused:
                     self.ledger.set_notice("journal", f"an operation journal was refused, not replayed: "
@@ -204,8 +208,8 @@ class Door:
                             "kept as it is", kept.name, rel)
 
     def _roll_forward(self, entry: JournalEntry, sha: str) -> None:
-        committed = {rel: change.after for rel, change in entry.files.items()}
-        self.repo.sync_person_index(committed)
+        if not entry.index:  # a journal of an earlier release: its files are what the commit wrote
+            self.repo.sync_person_index({rel: change.after for rel, change in entry.files.items()})
         if entry.page_blobs:
             self.ledger.set_page_blobs(entry.page_blobs)
         for method, args in entry.ledger:
@@ -347,8 +351,26 @@ class Operation:
         fresh = [rel for rel in dict.fromkeys(rels) if rel not in self._settled]
         if fresh:
             contents = {rel: _read_bytes(self._target(rel)) for rel in fresh}
-            self.door.repo.commit_person_contents(contents)
+            self.door.repo.commit_person_contents(contents, self._journal_index)
             self._settled.update(contents)
+
+    def _journal_index(self, _head: str | None, _commit: str, index: Mapping[str, str | None]) -> None:
+        """A commit of the person's edits is about to move HEAD: the journal names what the
+        person's index then has to record (their commit is theirs, not this operation's)."""
+        self._entry.index = dict(index)
+        self.door.journal.save(self._entry)
+
+    def _journal_move(self, head: str | None, commit: str, index: Mapping[str, str | None]) -> None:
+        """This operation's commit is about to move HEAD: the journal names the move and what the
+        person's index then has to record."""
+        self._entry.head_move = [head or "", commit]
+        self._entry.index = dict(index)
+        self.door.journal.save(self._entry)
+
+    def commit_person_edits(self, rels: Iterable[str]) -> None:
+        """Commit the person's uncommitted changes to these files under their name, journaled
+        like the operation's own commit (a sync round: every file the remote changed)."""
+        self.door.repo.commit_person_edits(list(dict.fromkeys(rels)), self._journal_index)
 
     def _target(self, rel: str) -> Path:
         return self._path(rel) if rel.startswith("wiki/") or rel in ROOT_FILES else self.vault.root / rel
@@ -722,6 +744,8 @@ class Operation:
             self._write_index()
         crash_point("door-after-index")
         if not self._touched and not self._extra and not self.always_log and self._merge is None:
+            if self._entry.index:  # only the person's edits were committed (journaled for their index)
+                door.journal.clear()
             self._run_callbacks(None)
             return
         if self._merge is None:  # a merge brings both machines' log.md entries, and adds none
@@ -743,11 +767,11 @@ class Operation:
         index = self._touched.get("wiki/index.md")
         if index is not None and index.ours is not None:
             blobs["index"] = git_blob_id(index.ours)
-        self._entry.page_blobs = blobs
-        self.door.journal.save(self._entry)
+        self._entry.page_blobs = blobs  # journaled with the HEAD move, just before HEAD moves
         subject = f"{self.kind.value}: {self.title}"
         if self._merge is None:
-            self.commit_sha = door.repo.commit_contents(contents, subject, trailers, self.body)
+            self.commit_sha = door.repo.commit_contents(contents, subject, trailers, self.body,
+                                                        before_move=self._journal_move)
         else:
             self.commit_sha = self._commit_merge(contents, format_message(subject, trailers, self.body))
         crash_point("door-after-commit")
@@ -768,13 +792,9 @@ class Operation:
         # Only what the operation wrote on top of the merged tree (which holds the merge's own files).
         stored = {rel: blob for rel, blob in stored.items() if rel not in merge.written or merge.written[rel] != blob}
 
-        def journal_move(commit: str) -> None:
-            self._entry.head_move = [merge.head or "", commit]
-            self.door.journal.save(self._entry)
-
         return commit_merge(self.repo, merge.head, merge.tree, stored, message, theirs=merge.theirs,
                             fast_forward=merge.fast_forward, in_person_index=lambda rel: not sync_problem(rel),
-                            before_move=journal_move)
+                            before_move=self._journal_move)
 
     def _run_callbacks(self, sha: str | None) -> None:
         for callback in self._callbacks:
@@ -815,6 +835,8 @@ class Operation:
         entry = self.door.journal.load()
         if entry is None or entry.op_id != self.id:
             return
+        if entry.index:
+            self.door.repo.finish_index_entries(entry.index)
         landed = self.door._landed(entry)
         if landed:
             self.door._roll_forward(entry, landed)

@@ -7,15 +7,18 @@ and the ledger updates that follow it. For every file it names the blob the file
 (always committed: the person's edits are committed first) and the blob the operation
 writes, so recovery can tell the operation's text from anything else.
 
-An operation that moves HEAD to a commit it did not make alone (a sync round's merge commit,
-or a fast-forward to the remote's commit) names the expected move, ``head: [old, new]``, just
-before HEAD moves.
+Just before HEAD moves, the journal names the move (``head: [old, new]``: the operation's own
+commit, a sync round's merge commit, or the remote's commit a fast-forward takes) and the
+entries the person's git index still has to record (``index``: path -> blob; also for the
+commits of a person's edits the operation makes first), so one journal covers the files, the
+commit and the person's index: no second file for any of them.
 
-Recovery (when a door opens, under the write lock): if the operation's commit landed (HEAD at
-the expected move's commit or past it; else ``Wikiwright-Op: <id>`` in history) it is rolled
-forward — the ledger updates the journal names are made — else every file still holding the
-operation's text gets its earlier text back. Both are idempotent, so a second crash during
-recovery is recovered the same way.
+Recovery (when a door opens, under the write lock): the person's index gets every ``index``
+entry HEAD holds; if the operation's commit landed (HEAD at the expected move's commit or past
+it; a journal without a move: ``Wikiwright-Op: <id>`` in history) it is rolled forward — the
+ledger updates the journal names are made — else every file still holding the operation's
+text gets its earlier text back. All of it is idempotent, so a second crash during recovery is
+recovered the same way.
 
 A journal is replayed only when every file it names is one the door writes (``wiki/**.md``,
 ``REVIEW.md``, ``SCHEMA.md``, ``.gitignore``; for a sync round, what sync may bring from
@@ -64,8 +67,10 @@ class JournalEntry:
     # Ledger calls to make once the commit exists: [method, args]; "@commit" stands for its sha.
     ledger: list[list[Any]] = field(default_factory=list)
     page_blobs: dict[str, str] = field(default_factory=dict)
-    # HEAD's expected move [old ('' for none), new], named just before it moves (merges only).
+    # HEAD's expected move [old ('' for none), new], named just before it moves.
     head_move: list[str] = field(default_factory=list)
+    # What the person's git index still has to record of the last commit made (path -> blob id).
+    index: dict[str, str | None] = field(default_factory=dict)
 
     def to_json(self) -> str:
         return json.dumps({
@@ -73,6 +78,7 @@ class JournalEntry:
             "files": {rel: [c.before, c.after, c.disk_before, c.disk_after] for rel, c in self.files.items()},
             "ledger": self.ledger, "page_blobs": self.page_blobs,
             **({"head": self.head_move} if self.head_move else {}),
+            **({"index": self.index} if self.index else {}),
         }, ensure_ascii=False)
 
     @classmethod
@@ -80,7 +86,8 @@ class JournalEntry:
         data = json.loads(text)
         return cls(str(data["id"]), str(data["kind"]), str(data.get("title", "")),
                    {rel: FileChange(*row) for rel, row in data.get("files", {}).items()},
-                   list(data.get("ledger", [])), dict(data.get("page_blobs", {})), list(data.get("head", [])))
+                   list(data.get("ledger", [])), dict(data.get("page_blobs", {})), list(data.get("head", [])),
+                   dict(data.get("index", {})))
 
 
 def entry_problem(root: Path, entry: JournalEntry) -> str:
@@ -89,6 +96,13 @@ def entry_problem(root: Path, entry: JournalEntry) -> str:
     if entry.head_move and not (len(entry.head_move) == 2 and all(
             isinstance(sha, str) and (sha == "" or _BLOB_RE.match(sha)) for sha in entry.head_move)):
         return "its expected HEAD move is not two commit ids"
+    for rel, blob in entry.index.items():
+        parts = rel.split("/")
+        if rel.startswith("/") or "\0" in rel or parts[0] == ".wikiwright" or any(
+                part in ("", ".", "..") or part.casefold().rstrip(" .") == ".git" for part in parts):
+            return f"its index entries name {rel[:200]!r}, not a path in the vault"
+        if blob is not None and not (isinstance(blob, str) and _BLOB_RE.match(blob)):
+            return f"its index entry for {rel[:200]!r} holds {str(blob)[:60]!r}, not a blob id"
     for rel, change in entry.files.items():
         if entry.kind == OpKind.SYNC.value:
             problem = sync_problem(rel)

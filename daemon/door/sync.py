@@ -293,7 +293,7 @@ class Syncer:
             imported = self._import_history_once()
             # The person's own edits travel with this round's push, even when the remote has
             # nothing new.
-            self._settle_person_edits(())
+            self._settle_person_edits(op, ())
             head = self.repo.head()
             if theirs is None or head == theirs or (head and self.remote.is_ancestor(theirs, head)):
                 return SyncReport("up-to-date", imported=imported)
@@ -301,7 +301,7 @@ class Syncer:
             base = merge_base(self.repo, head, theirs) if head else None
             # Only what sync may write can hold a person's edit it would overwrite; the other
             # names are never handed to git as pathspecs either.
-            self._settle_person_edits([p for p in changed_paths(self.repo, base, theirs) if not sync_problem(p)])
+            self._settle_person_edits(op, [p for p in changed_paths(self.repo, base, theirs) if not sync_problem(p)])
             head = self.repo.head()
             if head is None or self.remote.is_ancestor(head, theirs):
                 report = self._fast_forward(op, head, theirs, imported)
@@ -313,7 +313,7 @@ class Syncer:
                         len(report.refused), theirs[:10])
         return report
 
-    def _settle_person_edits(self, remote_changed: Sequence[str]) -> None:
+    def _settle_person_edits(self, op: Operation, remote_changed: Sequence[str]) -> None:
         """A person's uncommitted edits are committed first, as theirs: every page, REVIEW.md
         and SCHEMA.md they changed (so their edits reach the other machines with this round's
         push), and whatever else the merge may write.
@@ -324,7 +324,7 @@ class Syncer:
         paths = sorted({*(p for p in remote_changed if not p.startswith("raw/")), *_PERSON_EDITED})
         dirty = [path for path in status_paths(self.repo, paths) if not sync_problem(path)]
         if dirty:
-            self.repo.commit_person_edits(sorted(set(dirty)))
+            op.commit_person_edits(sorted(set(dirty)))
 
     # -- the other machines' ingests ---------------------------------------------------------
 

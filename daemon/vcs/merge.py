@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from ..core.crashpoints import crash_point
 from ..core.errors import CommitPaused, WikiwrightError
-from .repo import GitRepo, git, git_status
+from .repo import BeforeMove, GitRepo, git, git_status
 from .trees import tree_with
 
 Entry = tuple[str, str]  # (mode such as "100644", object id)
@@ -158,16 +158,16 @@ def move_head(repo: GitRepo, old: str | None, new: str, reason: str) -> bool:
 
 def commit_merge(repo: GitRepo, head: str | None, tree: str, entries: Mapping[str, str | None], message: str, *,
                  theirs: str, fast_forward: bool, in_person_index: Callable[[str], bool],
-                 before_move: Callable[[str], None]) -> str:
+                 before_move: BeforeMove) -> str:
     """Commit ``tree`` with ``entries`` set (path -> blob id, None: removed) on ``head`` and
     ``theirs`` (two parents), or, with ``fast_forward`` and nothing of ours on top, move HEAD to
     ``theirs`` itself; the new HEAD.
 
-    ``before_move(commit)`` is called once the commit exists and before HEAD moves (the door
-    journals the expected move there). HEAD moves by compare-and-swap from ``head``: a commit
-    a person made meanwhile raises CommitPaused, nothing lost. Then the person's git index
-    follows HEAD for every path the move changed that ``in_person_index`` accepts (named first
-    in ``git-index.pending``, so a crash in between is finished by the next recovery).
+    ``before_move(head, commit, index)`` is called once the commit exists and before HEAD moves
+    (the door journals the expected move and the index entries there, so a crash in between is
+    finished by its recovery). HEAD moves by compare-and-swap from ``head``: a commit a person
+    made meanwhile raises CommitPaused, nothing lost. Then the person's git index follows HEAD
+    for every path the move changed that ``in_person_index`` accepts.
     """
     repo._with_lock_retry(repo._refuse_while_index_locked)
     modes = repo._modes(list(entries))
@@ -182,14 +182,10 @@ def commit_merge(repo: GitRepo, head: str | None, tree: str, entries: Mapping[st
     index = {path: (blob or None) for path, (_old, blob, mode) in moved.items()
              if in_person_index(path) and (not blob or mode in (REGULAR, "100755"))}
     index_modes = {path: mode for path, (_old, _blob, mode) in moved.items() if mode == "100755"}
-    before_move(commit)
-    repo.pending_sync.write_text("".join(f"{blob or '-'} {rel}\n" for rel, blob in index.items()),
-                                 encoding="utf-8", errors="surrogateescape")
+    before_move(head, commit, index)
     if not move_head(repo, head, commit, f"wikiwright sync: {message.split(chr(10), 1)[0]}"):
-        repo.pending_sync.unlink(missing_ok=True)
         raise CommitPaused("HEAD moved while syncing (a commit landed); the next round tries again")
     crash_point("after-commit")
     if index:
         repo._sync_person_index(index, index_modes)
-    repo.pending_sync.unlink(missing_ok=True)
     return commit
