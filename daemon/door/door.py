@@ -590,11 +590,14 @@ class Operation:
             self.ledger_after_commit("review_add", p.id, p.kind, p.description, list(p.pages), dict(p.fix))
         return [p.id for p in new]
 
-    def integrate(self, theirs: str, tree: str, *, fast_forward: bool = False) -> list[str]:
+    def integrate(self, head: str | None, theirs: str, tree: str, *, fast_forward: bool = False) -> list[str]:
         """Bring another machine's commit in (a sync round): this operation's commit starts from
-        ``tree`` (the merged, screened tree) instead of HEAD's and has ``theirs`` as its second
-        parent; with ``fast_forward``, when nothing is written on top, HEAD moves to ``theirs``
-        itself. No log.md entry of its own (the merge brings both machines' entries).
+        ``tree`` (the merged, screened tree, made from ``head`` and ``theirs``) instead of HEAD's
+        and has ``theirs`` as its second parent; with ``fast_forward``, when nothing is written
+        on top, HEAD moves to ``theirs`` itself. No log.md entry of its own (the merge brings
+        both machines' entries). HEAD must still be ``head`` (a commit landing after the merge
+        was made would be undone by its tree: CommitPaused, the next round merges again), and
+        moves only from there.
 
         Every file that differs between HEAD and ``tree`` is written now, journaled, each only
         where it still holds HEAD's bytes (compare-and-swap; a save a person makes meanwhile is
@@ -603,9 +606,8 @@ class Operation:
         left as a person has them."""
         if self._merge is not None or self._touched:
             raise WikiwrightError("integrate() comes first in an operation, and once")
-        # The files the door edits at the end, settled now: HEAD must not move after this.
-        self.settle([INDEX_PAGE, LOG_PAGE, "REVIEW.md"])
-        head = self.repo.head()
+        if self.repo.head() != head:
+            raise CommitPaused("HEAD moved while syncing (a commit landed); the next round tries again")
         changes = tree_changes(self.repo, head, tree)
         contents = read_blobs(self.repo, [blob for old, new, _mode in changes.values() for blob in (old, new) if blob])
         merge = self._merge = _Merge(head, theirs, tree, fast_forward, {})
@@ -622,9 +624,10 @@ class Operation:
                 log.error("sync: %s is not written: %s", escape_controls(rel)[:300], exc)
                 left.append(rel)
                 continue
-            disk = None if target.is_symlink() else _read_bytes(target)
-            if disk != before or disk == after or target.is_symlink():
-                if disk != after:
+            link = target.is_symlink()
+            disk = None if link else _read_bytes(target)
+            if link or disk != before or disk == after:
+                if link or disk != after:
                     left.append(rel)
                     log.warning("sync: %s has changes of a person's that are not committed; left as it is", rel)
                 self._settled[rel] = after  # the commit holds the merge's bytes; the file is the person's

@@ -367,13 +367,13 @@ class Syncer:
         screened = self._screen(head, tree_entries(self.repo, theirs))
         if not screened.changed:
             op.title = f"fast-forward to {theirs[:10]}"
-            op.integrate(theirs, self.repo.tree_of(theirs) or "", fast_forward=True)
+            op.integrate(head, theirs, self.repo.tree_of(theirs) or "", fast_forward=True)
             log.info("sync: fast-forwarded to %s", theirs[:10])
             return SyncReport("integrated", f"fast-forward to {theirs[:10]}", theirs, imported=imported)
         op.title = f"take {commits_between(self.repo, theirs, head)} commit(s) from {self._remote_name()}"
         op.trailers.update({"Wikiwright-Merged": theirs, **_refused_trailer(screened.refused)})
         op.body = _refused_body(screened.refused)
-        op.integrate(theirs, write_tree(self.repo, screened.entries))
+        op.integrate(head, theirs, write_tree(self.repo, screened.entries))
         self._propose(op, [], screened.refused, theirs)
         self._record_refusals(op, screened.refused, theirs)
         subject = f"sync: {op.title}"
@@ -413,7 +413,7 @@ class Syncer:
         op.title = f"merge {commits_between(self.repo, theirs, head)} commit(s) from {self._remote_name()}"
         op.body = "\n".join([*(f"- {path}: {note}" for path, review in reviews for note in review.notes),
                              *([_refused_body(screened.refused)] if screened.refused else [])])
-        op.integrate(theirs, tree)
+        op.integrate(head, theirs, tree)
         self._propose(op, reviews, screened.refused, theirs)
         self._record_refusals(op, screened.refused, theirs)
         report.detail = f"sync: {op.title}"
