@@ -480,3 +480,26 @@ def test_consolidation_runs_on_one_machine_per_period(world: tuple[Path, Machine
     assert refused is not None and "another machine claimed" in refused and "machine-a" in refused
     # B's gate reads the claim it fetched: the time gate is closed until the next period.
     assert not Consolidator(mb.config, mb.vault, mb.ledger, repo=mb.repo).gate().time_ok
+
+
+def test_the_round_asks_git_only_through_vcs() -> None:
+    """door/sync.py and door/synctree.py keep the round and the screen; every git command they
+    need is a typed call of vcs/ (vcs/merge.py): no subprocess, no raw ``repo.run`` plumbing,
+    and the merge rules live in wiki/syncmerge.py (old code ran cat-file, hash-object and
+    update-index through subprocess and merge-base, ls-tree, read-tree, write-tree, update-ref
+    through repo.run here)."""
+    import ast
+
+    import wikiwright.door.sync as sync_module
+    import wikiwright.door.synctree as synctree_module
+
+    for module in (sync_module, synctree_module):
+        tree = ast.parse(Path(module.__file__ or "").read_text(encoding="utf-8"))
+        imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+        assert "subprocess" not in imported, module.__name__
+        runs = [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute) and node.func.attr in ("run", "_with_lock_retry")
+                and isinstance(node.func.value, ast.Attribute) and node.func.value.attr == "repo"]
+        assert not runs, f"{module.__name__}: repo.run at lines {runs}"
+    merge_rules = {name for name in dir(sync_module) if name.startswith("_merge_")}
+    assert not merge_rules, merge_rules

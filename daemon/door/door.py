@@ -11,6 +11,8 @@ Usage::
             op.edit_file("REVIEW.md", mutate)   # any other vault file, same rules
             op.propose("held-back", [proposal(...)])   # REVIEW.md proposals (wiki/reviewfile.py)
             op.add_paths(["raw/x.md"])          # commit these files as they are on disk
+            op.integrate(head, theirs, tree)    # a sync merge: the commit starts from the merged
+                                                # tree, the remote's commit its second parent
             op.details.append("…"); op.trailers["Wikiwright-Source"] = "…"
             op.ledger_after_commit("set_kv", key, value)   # journaled: made even after a crash
             op.after_commit(callback)           # called with the commit sha (not journaled)
@@ -25,7 +27,8 @@ Rules the door keeps, so no caller has to: a file is never written without first
 what a person changed in it under their own name (``user-edit``), and only while it still
 holds what was read (compare-and-swap, redone on the person's newer text); the commit holds
 exactly the bytes the operation wrote, never what a person saves meanwhile; the journal
-(:mod:`.journal`) makes the whole operation crash-safe.
+(:mod:`.journal`, the only one: files, the HEAD move, the person's index) makes the whole
+operation crash-safe.
 """
 
 from __future__ import annotations
