@@ -434,6 +434,32 @@ def test_a_round_killed_after_writing_files_is_undone_and_redone(world: tuple[Pa
     assert not git(mb.root, "status", "--porcelain", "--untracked-files=no").strip()
 
 
+def test_a_round_an_earlier_release_left_half_done_is_undone(world: tuple[Path, Machine, Machine]) -> None:
+    """An earlier release's sync round killed after writing a merged file, before moving HEAD,
+    left ``sync-journal.json``: the door reads it once as its own journal and puts the file
+    back, so it is never committed as a person's edit; the next round brings it properly."""
+    import json
+
+    _remote, ma, mb = world
+    ma.ingest("from-a.md", source_text(3, "from-a"))
+    ma.sync()
+    git(mb.root, "fetch", "-q", "origin")
+    page = "wiki/sources/src-from-a.md"
+    blob = git(mb.root, "rev-parse", f"origin/main:{page}").strip()
+    (mb.root / page).write_bytes(subprocess.run(["git", "-C", str(mb.root), "cat-file", "blob", blob],
+                                                capture_output=True, check=True).stdout)
+    journal = {"old_head": git(mb.root, "rev-parse", "HEAD").strip(), "commit": "", "paths": {page: ["", blob]}}
+    (mb.vault.state / "sync-journal.json").write_text(json.dumps(journal), encoding="utf-8")
+    mb.ingest("after-crash.md", source_text(4, "after the crash"))
+    assert not (mb.vault.state / "sync-journal.json").exists() and not (mb.vault.state / "journal.json").exists()
+    assert not (mb.root / page).exists()
+    mb.sync()
+    assert (mb.root / page).exists()
+    subjects = git(mb.root, "log", "--format=%an|%s").splitlines()
+    assert not [s for s in subjects if "edit: your changes" in s], subjects
+    assert not git(mb.root, "status", "--porcelain", "--untracked-files=no").strip()
+
+
 def test_sync_pauses_during_a_persons_merge(world: tuple[Path, Machine, Machine],
                                             isolated_env: dict[str, str]) -> None:
     _remote, ma, _mb = world

@@ -404,6 +404,28 @@ def test_a_forged_sync_journal_is_refused_never_replayed(world: World) -> None:
     world.assert_ingest_works()
 
 
+def test_a_forged_sync_journal_of_an_earlier_release_is_refused_too(world: World) -> None:
+    """The journal an earlier release's sync round kept (``sync-journal.json``) is read once, as
+    the door's: one naming a path sync never writes is refused as a whole, never replayed."""
+    untouched = Untouched(world)
+    victim = world.root
+    blob = subprocess.run(["git", "-C", str(victim), "hash-object", "-w", "--stdin"], input=b"#!/bin/sh\necho x\n",
+                          capture_output=True, check=True).stdout.decode().strip()
+    journal = {"old_head": git(victim, "rev-parse", "HEAD").strip(), "commit": "",
+               "paths": {"../outside/planted.md": [blob, ""], ".git/hooks/post-commit": [blob, ""],
+                         "wiki/ok.md": [blob, ""]}}
+    (victim / ".wikiwright" / "sync-journal.json").write_text(json.dumps(journal), encoding="utf-8")
+    world.victim.sync()
+    assert not (world.outside / "planted.md").exists()
+    assert not (victim / ".git" / "hooks" / "post-commit").exists()
+    assert not (victim / "wiki" / "ok.md").exists()  # refused as a whole: not one path replayed
+    assert not (victim / ".wikiwright" / "sync-journal.json").exists()
+    assert (victim / ".wikiwright" / "journal.json.refused").exists()
+    assert "operation journal was refused" in world.status()
+    untouched.check()
+    world.assert_ingest_works()
+
+
 def test_a_forged_door_journal_never_writes_outside_the_vault(world: World) -> None:
     victim = world.root
     target = world.outside / "victim.txt"

@@ -45,6 +45,9 @@ from ..core.vaultpaths import ROOT_FILES, safe_target, sync_problem
 log = logging.getLogger(__name__)
 
 JOURNAL_FILE = "journal.json"
+# An earlier release's sync round kept a journal of its own; one a crash left is read once, as
+# the door's entry of a sync operation (then checked and replayed, or refused, like any other).
+LEGACY_SYNC_JOURNAL = "sync-journal.json"
 _BLOB_RE = re.compile(r"^[0-9a-f]{40}$")
 
 
@@ -130,6 +133,8 @@ class Journal:
         crash_point("door-journal-saved")
 
     def load(self) -> JournalEntry | None:
+        if not self.path.exists() and self._legacy_sync_entry() is None:
+            return None
         try:
             entry = JournalEntry.from_json(self.path.read_text(encoding="utf-8"))
         except FileNotFoundError:
@@ -150,3 +155,30 @@ class Journal:
 
     def clear(self) -> None:
         self.path.unlink(missing_ok=True)
+
+    def _legacy_sync_entry(self) -> JournalEntry | None:
+        """The journal an earlier release's sync round left (``{"old_head", "commit", "paths":
+        {path: [blob before, blob written]}}``), as the door's entry: written as journal.json
+        first, so a crash while it is recovered finds it there. A file it cannot read as one is
+        kept aside as ``.refused``."""
+        legacy = self.path.parent / LEGACY_SYNC_JOURNAL
+        try:
+            data = json.loads(legacy.read_text(encoding="utf-8"))
+            files = {}
+            for rel, (before, after) in dict(data.get("paths", {})).items():
+                if "?" in (before, after):
+                    continue  # a file the round had not written yet (index.md, REVIEW.md)
+                files[str(rel)] = FileChange(str(before) or None, str(after) or None)
+            commit = str(data.get("commit") or "")
+            head = [str(data.get("old_head") or ""), commit] if commit else []
+        except FileNotFoundError:
+            return None
+        except (ValueError, TypeError, AttributeError) as exc:
+            self.refused = f"an earlier release's sync journal that is not one ({exc})"[:300]
+            legacy.replace(legacy.with_suffix(".json.refused"))
+            return None
+        entry = JournalEntry(f"sync-{legacy.stat().st_mtime_ns}", "sync", "a sync round of an earlier release",
+                             files, head_move=head)
+        self.save(entry)
+        legacy.unlink()
+        return entry
