@@ -39,7 +39,7 @@ from wikiwright.memory.dailylog import append_session
 from wikiwright.memory.logcommit import commit_quiet_logs
 from wikiwright.query.query import Answer, save_answer
 from wikiwright.upkeep.doctor import run_doctor
-from wikiwright.upkeep.review import ReviewQueue
+from wikiwright.upkeep.review import ReviewQueue, ReviewStore
 
 from tests.helpers import git
 
@@ -48,7 +48,10 @@ POINTS = tuple(p for p in (*CORE_POINTS, *DOOR_POINTS) if p != "door-recovered")
 # Where a second crash lands while the first one is recovered.
 RECOVERY_POINTS = ("after-rename", "door-recovered")
 KINDS = ("ingest", "lint-fix", "review-approval", "review-rejection", "consolidate", "revert", "retract", "answer",
-         "init", "logs", "sync")
+         "init", "logs", "sync", "sync-conflict")
+# A kind of the sweep that is an operation kind's case: its commits bear that kind's name.
+OP_KIND = {"sync-conflict": "sync"}
+CONFLICTED = "wiki/sources/src-src.md"
 PERSON = "Test Person"
 SOURCE = "# Billing\n\nThe billing API answers within 200 ms. Billing runs nightly.\n"
 
@@ -117,9 +120,10 @@ def _sync(root: Path) -> None:
         assert report.state in ("pushed", "up-to-date", "integrated"), report
 
 
-def _two_machines(root: Path) -> None:
+def _two_machines(root: Path, conflict: bool = False) -> None:
     """``root`` a clone of a remote kept inside its own .wikiwright/ (so a copy of the vault is a
-    copy of its remote too), with an ingest of its own; the remote one ingest ahead of it."""
+    copy of its remote too), with an ingest of its own; the remote one ingest ahead of it (with
+    ``conflict``, the person also changed the same line of one page on both machines)."""
     remote = root.parent / f"{root.name}-remote.git"
     other = root.parent / f"{root.name}-other"
     git(root.parent, "init", "-q", "--bare", str(remote))
@@ -137,6 +141,11 @@ def _two_machines(root: Path) -> None:
     with _door(root) as door:
         Registrar(door.vault, door.ledger, 10**7, threading.Event()).register(root / "raw" / "mine.md")
     _drain(root)
+    if conflict:
+        for machine, where in ((root, "here"), (other, "there")):
+            page = machine / CONFLICTED
+            page.write_text(page.read_text().replace("# ", f"# (edited {where}) ", 1))
+            git(machine, "commit", "-qam", f"edited {where}")
     (other / "raw" / "theirs.md").write_text("# Invoices\n\nInvoices are sent on the first of the month.\n")
     with _door(other) as door:
         Registrar(door.vault, door.ledger, 10**7, threading.Event()).register(other / "raw" / "theirs.md")
@@ -156,7 +165,7 @@ def _logs(root: Path) -> None:
 OPERATIONS: dict[str, Callable[[Path], None]] = {
     "ingest": _drain, "lint-fix": _review, "review-approval": _review, "review-rejection": _review,
     "consolidate": _consolidate, "revert": _revert, "retract": _retract, "answer": _answer, "init": _init,
-    "logs": _logs, "sync": _sync,
+    "logs": _logs, "sync": _sync, "sync-conflict": _sync,
 }
 
 
@@ -199,8 +208,8 @@ def _base(kind: str, root: Path) -> None:
     elif kind == "review-rejection":
         _proposed(root, "held-back", {"action": "write-page", "page": "topics/other", "text": "# Other\n",
                                       "base": None}, "-")
-    elif kind == "sync":
-        _two_machines(root)
+    elif kind in ("sync", "sync-conflict"):
+        _two_machines(root, conflict=kind == "sync-conflict")
     elif kind == "logs":
         _ingested(root)
         when = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
@@ -244,14 +253,15 @@ def _recover(root: Path) -> None:
         _door(root).close()
 
 
-def _person_lines(root: Path) -> set[str]:
-    """Lines added by commits made under the person's name."""
-    out = git(root, "log", f"--author={PERSON}", "-p", "--format=", "--no-renames")
+def _person_lines(root: Path, *refs: str) -> set[str]:
+    """Lines added by commits made under the person's name (in HEAD's history, or ``refs``')."""
+    out = git(root, "log", f"--author={PERSON}", "-p", "--format=", "--no-renames", *refs)
     return {line[1:].strip() for line in out.splitlines() if line.startswith("+") and not line.startswith("+++")}
 
 
 def _audit(root: Path, kind: str, allowed_person_lines: set[str], already: int = 0) -> None:
     """``already``: commits of ``kind`` the starting vault had (a synced vault's earlier rounds)."""
+    case, kind = kind, OP_KIND.get(kind, kind)
     committed = ("wiki", "REVIEW.md", "SCHEMA.md", ".gitignore", *(("logs",) if kind == "logs" else ()))
     assert git(root, "status", "--porcelain", "--untracked-files=all", "--", *committed).strip() == ""
     ours = [s for s in git(root, "log", "--author=wikiwright", "--format=%s").splitlines() if s]
@@ -266,6 +276,15 @@ def _audit(root: Path, kind: str, allowed_person_lines: set[str], already: int =
         # The merge brought the other machine's ingest into this vault's ledger.
         with _door(root) as door:
             assert {s.path for s in door.ledger.sources()} >= {"raw/mine.md", "raw/theirs.md"}
+    if case == "sync-conflict":  # the conflict is proposed once, this machine's line quoted
+        review = (root / "REVIEW.md").read_text()
+        assert review.count("sync-conflict-") == 1 and "(edited here)" in review, review
+        assert "(edited there)" in (root / CONFLICTED).read_text()
+        store = ReviewStore(Vault(root).db_path)
+        try:
+            assert [item.kind for item in store.items("open")] == ["sync-conflict"]
+        finally:
+            store.close()
     # The operation happened, once, when it was retried.
     assert len([s for s in ours if s.startswith(f"{kind}:")]) == already + 1, ours
     stray = {line for line in _person_lines(root) - allowed_person_lines if line}
@@ -298,14 +317,17 @@ def test_every_crash_point_then_a_second_crash_in_recovery(scratch: Path, kind: 
     # Commits of this kind already in the history the operation builds on (a synced vault's
     # earlier rounds, here and on the remote as fetched).
     subjects = git(base, "log", "--author=wikiwright", "--format=%s", "--all").splitlines() if kind != "init" else []
-    already = sum(subject.startswith(f"{kind}:") for subject in subjects)
+    already = sum(subject.startswith(f"{OP_KIND.get(kind, kind)}:") for subject in subjects)
+    if kind != "init":  # what the person committed themselves, on either machine, before the operation
+        allowed |= _person_lines(base, "--all")
     operation = OPERATIONS[kind]
     reached = []
     # Every point once; the second crash (during recovery) after the crash that leaves the most
     # to recover: everything written, nothing committed.
-    points = (*POINTS, "sync-files-written") if kind == "sync" else POINTS
+    syncing = OP_KIND.get(kind, kind) == "sync"
+    points = (*POINTS, "sync-files-written") if syncing else POINTS
     # A sync round's second crash also lands after its merged files are written, before the commit.
-    firsts = ("before-commit", "sync-files-written") if kind == "sync" else ("before-commit",)
+    firsts = ("before-commit", "sync-files-written") if syncing else ("before-commit",)
     runs = [(point, "") for point in points] + [(first, again) for first in firsts for again in RECOVERY_POINTS]
     for point, again in runs:
         root = scratch / f"{point}-{again or 'once'}"
@@ -323,7 +345,7 @@ def test_every_crash_point_then_a_second_crash_in_recovery(scratch: Path, kind: 
     # Every operation passes the journal, a file write and the commit (a sync round its merged
     # files too: it is an ordinary door operation).
     passed = {"door-journal-saved", "after-rename", "before-commit", "after-commit"}
-    if kind == "sync":
+    if syncing:
         passed.add("sync-files-written")
     assert passed <= set(reached), reached
     print(f"{kind}: {len(reached)} crashes at {len(set(reached))} points, all recovered")
