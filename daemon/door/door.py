@@ -288,6 +288,7 @@ class _Merge:
     tree: str  # the merged, screened tree the commit starts from
     fast_forward: bool  # HEAD may move to ``theirs`` itself when nothing is added on top
     written: dict[str, str | None]  # the files the merge wrote: their blob in ``tree`` (None: removed)
+    changed: dict[str, tuple[str, str]]  # every path ``tree`` changes from HEAD's: (mode, blob; '' removed)
 
 
 class Operation:
@@ -613,7 +614,8 @@ class Operation:
             raise CommitPaused("HEAD moved while syncing (a commit landed); the next round tries again")
         changes = tree_changes(self.repo, head, tree)
         contents = read_blobs(self.repo, [blob for old, new, _mode in changes.values() for blob in (old, new) if blob])
-        merge = self._merge = _Merge(head, theirs, tree, fast_forward, {})
+        merge = self._merge = _Merge(head, theirs, tree, fast_forward, {},
+                                     {rel: (mode, new) for rel, (_old, new, mode) in changes.items()})
         plan: list[tuple[str, Path, bytes | None, bytes | None]] = []
         left: list[str] = []
         for rel, (old, new, mode) in changes.items():
@@ -799,7 +801,8 @@ class Operation:
         stored = {rel: blob for rel, blob in stored.items() if rel not in merge.written or merge.written[rel] != blob}
 
         return commit_merge(self.repo, merge.head, merge.tree, stored, message, theirs=merge.theirs,
-                            fast_forward=merge.fast_forward, in_person_index=lambda rel: not sync_problem(rel),
+                            fast_forward=merge.fast_forward, merged=merge.changed,
+                            in_person_index=lambda rel: not sync_problem(rel),
                             before_move=self._journal_move)
 
     def _run_callbacks(self, sha: str | None) -> None:

@@ -157,11 +157,12 @@ def move_head(repo: GitRepo, old: str | None, new: str, reason: str) -> bool:
 
 
 def commit_merge(repo: GitRepo, head: str | None, tree: str, entries: Mapping[str, str | None], message: str, *,
-                 theirs: str, fast_forward: bool, in_person_index: Callable[[str], bool],
-                 before_move: BeforeMove) -> str:
+                 theirs: str, fast_forward: bool, merged: Mapping[str, tuple[str, str]],
+                 in_person_index: Callable[[str], bool], before_move: BeforeMove) -> str:
     """Commit ``tree`` with ``entries`` set (path -> blob id, None: removed) on ``head`` and
     ``theirs`` (two parents), or, with ``fast_forward`` and nothing of ours on top, move HEAD to
-    ``theirs`` itself; the new HEAD.
+    ``theirs`` itself; the new HEAD. ``merged``: every path where ``tree`` differs from HEAD's
+    (path -> (mode, blob; '' removed)), as :func:`tree_changes` found them.
 
     ``before_move(head, commit, index)`` is called once the commit exists and before HEAD moves
     (the door journals the expected move and the index entries there, so a crash in between is
@@ -178,10 +179,11 @@ def commit_merge(repo: GitRepo, head: str | None, tree: str, entries: Mapping[st
         commit = theirs
     else:
         commit = commit_tree(repo, final, [p for p in (head, theirs) if p], message)
-    moved = tree_changes(repo, head, commit)
-    index = {path: (blob or None) for path, (_old, blob, mode) in moved.items()
+    # What moves: the merge's paths, then the entries set on top of it (no second diff of trees).
+    moved = {**merged, **{rel: (modes.get(rel, REGULAR), blob or "") for rel, blob in entries.items()}}
+    index = {path: (blob or None) for path, (mode, blob) in moved.items()
              if in_person_index(path) and (not blob or mode in (REGULAR, "100755"))}
-    index_modes = {path: mode for path, (_old, _blob, mode) in moved.items() if mode == "100755"}
+    index_modes = {path: mode for path, (mode, _blob) in moved.items() if mode == "100755"}
     before_move(head, commit, index)
     if not move_head(repo, head, commit, f"wikiwright sync: {message.split(chr(10), 1)[0]}"):
         raise CommitPaused("HEAD moved while syncing (a commit landed); the next round tries again")
