@@ -608,8 +608,9 @@ class Operation:
         merged three-way where that is clean, else kept as they saved it, uncommitted); the
         pages it changed are refreshed in the catalogue. Call first, once; returns the paths
         left as a person has them."""
-        if self._merge is not None or self._touched:
-            raise WikiwrightError("integrate() comes first in an operation, and once")
+        if self._merge is not None or self._touched or self.kind is not OpKind.SYNC:
+            # Only a sync operation's journal may name what sync brings in (raw/, logs/).
+            raise WikiwrightError("integrate() comes first in a sync operation, and once")
         if self.repo.head() != head:
             raise CommitPaused("HEAD moved while syncing (a commit landed); the next round tries again")
         changes = tree_changes(self.repo, head, tree)
