@@ -144,10 +144,6 @@ def test_only_the_door_commits_or_writes_pages() -> None:
 
 # Modules outside vcs/ still allowed to run git themselves, each with why.
 GIT_OUTSIDE_VCS = {
-    # Another change (sync as an ordinary operation, its plumbing in a typed vcs API) removes
-    # these two; the lead empties this part of the list when it merges.
-    "door/sync.py": "sync's merge plumbing, moving into vcs/",
-    "door/synctree.py": "sync's tree building, moving into vcs/",
     # Not the vault's repository: the person's project repositories where hooks are installed.
     "memory/install.py": "git -C <project> to find where a project's git hooks go",
     "memory/hooks.py": "git -C <project> read by the hook scripts about the person's own commits",

@@ -18,8 +18,10 @@ from pathlib import Path
 
 import pytest
 from wikiwright.core import fsutil
+from wikiwright.core.config import load_config
 from wikiwright.core.obsidian import write_ignore_filters
 from wikiwright.core.vault import Vault
+from wikiwright.door import Door
 from wikiwright.door.init import init_vault
 from wikiwright.intake.rawgit import SECTION_START
 from wikiwright.memory.dailylog import append_session
@@ -140,9 +142,11 @@ def test_review_file_own_edit(vault: Vault, save: str) -> None:
     person = PersonAt("REVIEW.md", save, lambda text: text.replace("- [ ] race tick", "- [x] race tick")
                       + "person line, saved in the race\n")
     first = reviewfile.proposal("held-back", "race tick", facts={"n": 1})
-    reviewfile.add_proposals(vault, "held-back", [first])
-    with fsutil.race_hook(person):
-        reviewfile.add_proposals(vault, "held-back", [reviewfile.proposal("held-back", "second", facts={"n": 2})])
+    with Door.open(load_config(vault.root), vault) as door:
+        with door.operation("lint", "a first proposal") as op:
+            op.propose("held-back", [first])
+        with fsutil.race_hook(person), door.operation("lint", "a second proposal") as op:
+            op.propose("held-back", [reviewfile.proposal("held-back", "second", facts={"n": 2})])
     text = _kept(vault.review_file, person)
     assert f"- [x] race tick ^{first.id}" in text and "second" in text  # their tick stays, ours is added
 

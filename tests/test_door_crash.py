@@ -39,7 +39,7 @@ from wikiwright.memory.dailylog import append_session
 from wikiwright.memory.logcommit import commit_quiet_logs
 from wikiwright.query.query import Answer, save_answer
 from wikiwright.upkeep.doctor import run_doctor
-from wikiwright.upkeep.review import ReviewQueue
+from wikiwright.upkeep.review import ReviewQueue, ReviewStore
 
 from tests.helpers import git
 
@@ -48,7 +48,11 @@ POINTS = tuple(p for p in (*CORE_POINTS, *DOOR_POINTS) if p != "door-recovered")
 # Where a second crash lands while the first one is recovered.
 RECOVERY_POINTS = ("after-rename", "door-recovered")
 KINDS = ("ingest", "lint", "lint-fix", "review-approval", "review-rejection", "review-request", "consolidate",
-         "revert", "retract", "answer", "init", "logs", "sync", "user-edit")
+         "revert", "retract", "answer", "init", "logs", "sync", "sync-conflict", "user-edit")
+# A kind of the sweep that is an operation kind's case: its commits bear that kind's name (a
+# person's uncommitted edit is committed under their name by the ingest that finds it).
+OP_KIND = {"sync-conflict": "sync", "user-edit": "ingest"}
+CONFLICTED = "wiki/sources/src-src.md"
 PERSON = "Test Person"
 PERSONS_LINE = "A person's note, not yet committed."
 SOURCE = "# Billing\n\nThe billing API answers within 200 ms. Billing runs nightly.\n"
@@ -118,9 +122,10 @@ def _sync(root: Path) -> None:
         assert report.state in ("pushed", "up-to-date", "integrated"), report
 
 
-def _two_machines(root: Path) -> None:
+def _two_machines(root: Path, conflict: bool = False) -> None:
     """``root`` a clone of a remote kept inside its own .wikiwright/ (so a copy of the vault is a
-    copy of its remote too), with an ingest of its own; the remote one ingest ahead of it."""
+    copy of its remote too), with an ingest of its own; the remote one ingest ahead of it (with
+    ``conflict``, the person also changed the same line of one page on both machines)."""
     remote = root.parent / f"{root.name}-remote.git"
     other = root.parent / f"{root.name}-other"
     git(root.parent, "init", "-q", "--bare", str(remote))
@@ -138,6 +143,11 @@ def _two_machines(root: Path) -> None:
     with _door(root) as door:
         Registrar(door.vault, door.ledger, 10**7, threading.Event()).register(root / "raw" / "mine.md")
     _drain(root)
+    if conflict:
+        for machine, where in ((root, "here"), (other, "there")):
+            page = machine / CONFLICTED
+            page.write_text(page.read_text().replace("# ", f"# (edited {where}) ", 1))
+            git(machine, "commit", "-qam", f"edited {where}")
     (other / "raw" / "theirs.md").write_text("# Invoices\n\nInvoices are sent on the first of the month.\n")
     with _door(other) as door:
         Registrar(door.vault, door.ledger, 10**7, threading.Event()).register(other / "raw" / "theirs.md")
@@ -187,7 +197,8 @@ def _drain_with_model(root: Path) -> None:
 OPERATIONS: dict[str, Callable[[Path], None]] = {
     "ingest": _drain, "lint-fix": _review, "review-approval": _review, "review-rejection": _review,
     "consolidate": _consolidate, "revert": _revert, "retract": _retract, "answer": _answer, "init": _init,
-    "logs": _logs, "sync": _sync, "lint": _lint, "review-request": _drain_with_model, "user-edit": _drain,
+    "logs": _logs, "sync": _sync, "sync-conflict": _sync, "lint": _lint, "review-request": _drain_with_model,
+    "user-edit": _drain,
 }
 
 
@@ -230,8 +241,8 @@ def _base(kind: str, root: Path) -> None:
     elif kind == "review-rejection":
         _proposed(root, "held-back", {"action": "write-page", "page": "topics/other", "text": "# Other\n",
                                       "base": None}, "-")
-    elif kind == "sync":
-        _two_machines(root)
+    elif kind in ("sync", "sync-conflict"):
+        _two_machines(root, conflict=kind == "sync-conflict")
     elif kind == "lint":
         _ingested(root)
         lonely = "---\ntype: topic\ntitle: Lonely\n---\n# Lonely\n\nNobody links here.\n"
@@ -293,14 +304,15 @@ def _recover(root: Path) -> None:
         _door(root).close()
 
 
-def _person_lines(root: Path) -> set[str]:
-    """Lines added by commits made under the person's name."""
-    out = git(root, "log", f"--author={PERSON}", "-p", "--format=", "--no-renames")
+def _person_lines(root: Path, *refs: str) -> set[str]:
+    """Lines added by commits made under the person's name (in HEAD's history, or ``refs``')."""
+    out = git(root, "log", f"--author={PERSON}", "-p", "--format=", "--no-renames", *refs)
     return {line[1:].strip() for line in out.splitlines() if line.startswith("+") and not line.startswith("+++")}
 
 
 def _audit(root: Path, kind: str, allowed_person_lines: set[str], already: int = 0) -> None:
     """``already``: commits of ``kind`` the starting vault had (a synced vault's earlier rounds)."""
+    case, kind = kind, OP_KIND.get(kind, kind)
     committed = ("wiki", "REVIEW.md", "SCHEMA.md", ".gitignore", *(("logs",) if kind == "logs" else ()))
     assert git(root, "status", "--porcelain", "--untracked-files=all", "--", *committed).strip() == ""
     ours = [s for s in git(root, "log", "--author=wikiwright", "--format=%s").splitlines() if s]
@@ -309,7 +321,21 @@ def _audit(root: Path, kind: str, allowed_person_lines: set[str], already: int =
     assert entries == len(logged), f"{entries} log.md entries for {len(logged)} wikiwright commits: {ours}"
     if kind == "sync":  # the round ended with its push
         assert git(root, "rev-parse", "HEAD") == git(root, "rev-parse", "origin/main")
-        assert not (root / ".wikiwright" / "sync-journal.json").exists()
+        assert len(git(root, "rev-list", "--parents", "-n1", "HEAD").split()) == 3  # a two-parent commit
+        assert git(root, "ls-tree", "--name-only", "HEAD", "raw/").split() == ["raw/mine.md", "raw/src.md",
+                                                                              "raw/theirs.md"]
+        # The merge brought the other machine's ingest into this vault's ledger.
+        with _door(root) as door:
+            assert {s.path for s in door.ledger.sources()} >= {"raw/mine.md", "raw/theirs.md"}
+    if case == "sync-conflict":  # the conflict is proposed once, this machine's line quoted
+        review = (root / "REVIEW.md").read_text()
+        assert review.count("sync-conflict-") == 1 and "(edited here)" in review, review
+        assert "(edited there)" in (root / CONFLICTED).read_text()
+        store = ReviewStore(Vault(root).db_path)
+        try:
+            assert [item.kind for item in store.items("open")] == ["sync-conflict"]
+        finally:
+            store.close()
     # The operation happened, once, when it was retried.
     assert len([s for s in ours if s.startswith(f"{kind}:")]) == already + 1, ours
     stray = {line for line in _person_lines(root) - allowed_person_lines if line}
@@ -349,41 +375,43 @@ def test_every_crash_point_then_a_second_crash_in_recovery(scratch: Path, kind: 
     _base(kind, base)
     review = base / "REVIEW.md"
     allowed = {line.strip() for line in review.read_text().splitlines()} if review.exists() else set()
-    if kind != "init":
-        allowed |= _person_lines(base)  # what the person had committed before (lint's lonely page)
-    # A person's uncommitted edit is committed under their name by the ingest that finds it.
-    audited = "ingest" if kind == "user-edit" else kind
     if kind == "user-edit":
         allowed.add(PERSONS_LINE)
     # Commits of this kind already in the history the operation builds on (a synced vault's
     # earlier rounds, here and on the remote as fetched).
     subjects = git(base, "log", "--author=wikiwright", "--format=%s", "--all").splitlines() if kind != "init" else []
-    already = sum(subject.startswith(f"{audited}:") for subject in subjects)
+    already = sum(subject.startswith(f"{OP_KIND.get(kind, kind)}:") for subject in subjects)
+    if kind != "init":  # what the person committed themselves, on either machine, before the operation
+        allowed |= _person_lines(base, "--all")
     operation = OPERATIONS[kind]
     reached = []
     # Every point once; the second crash (during recovery) after the crash that leaves the most
     # to recover: everything written, nothing committed.
-    points = (*POINTS, "sync-files-written") if kind == "sync" else POINTS
-    runs = [(point, "") for point in points] + [("before-commit", again) for again in RECOVERY_POINTS]
+    syncing = OP_KIND.get(kind, kind) == "sync"
+    points = (*POINTS, "sync-files-written") if syncing else POINTS
+    # A sync round's second crash also lands after its merged files are written, before the commit.
+    firsts = ("before-commit", "sync-files-written") if syncing else ("before-commit",)
+    runs = [(point, "") for point in points] + [(first, again) for first in firsts for again in RECOVERY_POINTS]
     for point, again in runs:
         root = scratch / f"{point}-{again or 'once'}"
         shutil.copytree(base, root, symlinks=True)
         if not _run(operation, root, point):
             assert not again, f"{kind} never reached {point}"
-            _audit(root, audited, allowed, already)  # ran to the end: the plain operation is audited the same way
+            _audit(root, kind, allowed, already)  # ran to the end: the plain operation is audited the same way
             _audit_persons_edit(root, kind)
             continue
         reached.append(point)
         if again:
             _run(_recover, root, again)  # a second crash while recovering (or none if not reached)
         operation(root)  # the restart: recovery, then the operation again
-        _audit(root, audited, allowed, already)
+        _audit(root, kind, allowed, already)
         _audit_persons_edit(root, kind)
         shutil.rmtree(root)
-    # Every operation passes the journal, a file write and the commit (a sync round its own
-    # journal, its merged files and its merge commit).
-    passed = {"sync-files-written", "before-commit", "after-commit"} if kind == "sync" else \
-        {"door-journal-saved", "after-rename", "before-commit", "after-commit"}
+    # Every operation passes the journal, a file write and the commit (a sync round its merged
+    # files too: it is an ordinary door operation).
+    passed = {"door-journal-saved", "after-rename", "before-commit", "after-commit"}
+    if syncing:
+        passed.add("sync-files-written")
     assert passed <= set(reached), reached
     print(f"{kind}: {len(reached)} crashes at {len(set(reached))} points, all recovered")
 
@@ -405,5 +433,30 @@ def test_the_sweep_checks_would_catch_a_half_operation(tmp_path: Path) -> None:
 def test_the_sweep_covers_every_operation_kind() -> None:
     from wikiwright.core.opkinds import OpKind
 
-    assert set(KINDS) == {kind.value for kind in OpKind} - {OpKind.MANUAL.value}  # never written by wikiwright
+    # Every kind wikiwright writes (not a person's own commit); a person's uncommitted edit is
+    # committed by the operation that finds it: the user-edit case of an ingest.
+    assert {OP_KIND.get(kind, kind) for kind in KINDS} | {"user-edit"} == {k.value for k in OpKind} - {"manual"}
     assert set(OPERATIONS) == set(KINDS)
+
+
+def test_one_journal_names_the_head_move_and_the_persons_index(scratch: Path) -> None:
+    """A crash between moving HEAD and updating the person's git index: the door's journal (its
+    only record) names the move and the index entries, and its recovery finishes them — no
+    second file (old code: ``git-index.pending`` beside the journal, read by its own recovery)."""
+    import json
+
+    root = scratch / "v"
+    _base("ingest", root)
+    assert _run(_drain, root, "after-commit")
+    state = root / ".wikiwright"
+    assert not (state / "git-index.pending").exists()
+    entry = json.loads((state / "journal.json").read_text(encoding="utf-8"))
+    head = git(root, "rev-parse", "HEAD").strip()
+    assert entry["head"][1] == head and entry["head"][0] == git(root, "rev-parse", "HEAD^").strip()
+    assert "raw/src.md" in entry["index"] and "wiki/log.md" in entry["index"]
+    staged = git(root, "diff", "--cached", "--name-only")
+    assert "wiki/log.md" in staged  # the person's index has not caught up yet
+    _recover(root)
+    assert git(root, "diff", "--cached", "--name-only") == ""
+    assert not (state / "journal.json").exists()
+    _audit(root, "ingest", set())

@@ -3,26 +3,34 @@ from __future__ import annotations
 import json
 import re
 import time
+from typing import Any
 
-from wikiwright.core.config import Config
+from wikiwright.core.config import Config, load_config
 from wikiwright.core.vault import Vault
-from wikiwright.upkeep.review import ReviewQueue, ReviewStore, add_proposals, parse_review
+from wikiwright.door import Door
+from wikiwright.upkeep.review import ReviewQueue, ReviewStore, parse_review
 
 from tests.helpers import cli, daemon_log, git, start_daemon, wait_for
 from tests.lint_fixture import EXPECTED, build_fixture
+
+
+def _propose(vault: Vault, kind: str, items: list[Any]) -> list[str]:
+    """Proposals through REVIEW.md's one writer, the door (committed with the operation)."""
+    with Door.open(load_config(vault.root), vault) as door, door.operation("lint", "proposals") as op:
+        return op.propose(kind, items)
 
 
 def _ids(vault: Vault) -> list[str]:
     return re.findall(r"\^([a-z][a-z0-9-]*-[0-9a-f]{10})\s*$", vault.review_file.read_text(), re.MULTILINE)
 
 
-def test_add_proposals_is_idempotent_and_keeps_a_persons_text(vault: Vault) -> None:
+def test_proposals_are_idempotent_and_keeps_a_persons_text(vault: Vault) -> None:
     review = vault.review_file
     review.write_text(review.read_text() + "\nMy own note, kept.\n\n## Held back by ingest checks\n\nThoughts.\n")
     items = [{"description": "rewrite of [[billing-api]] drops 40% of it", "pages": ["billing-api"]}]
-    first = add_proposals(vault, "held-back", items)
+    first = _propose(vault, "held-back", items)
     assert len(first) == 1
-    assert add_proposals(vault, "held-back", items) == []
+    assert _propose(vault, "held-back", items) == []
     text = review.read_text()
     assert "My own note, kept.\n" in text and "Thoughts.\n" in text
     assert text.count(f"^{first[0]}") == 1
@@ -41,7 +49,7 @@ def test_held_back_page_change_is_applied_when_ticked(vault: Vault, config: Conf
     git(vault.root, "commit", "-q", "-m", "notes")
     new_text = base + "\nSecond, held back by a retention check.\n"
     fix = {"action": "write-page", "page": "notes", "text": new_text, "base": base}
-    [item_id] = add_proposals(vault, "held-back", [{"description": "[[notes]]: big rewrite", "pages": ["notes"],
+    [item_id] = _propose(vault, "held-back", [{"description": "[[notes]]: big rewrite", "pages": ["notes"],
                                                       "fix": fix}])
     queue = ReviewQueue(config, vault)
     try:

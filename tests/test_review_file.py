@@ -5,12 +5,15 @@ from __future__ import annotations
 import json
 import re
 from datetime import date
+from typing import Any
 
+from wikiwright.core.config import load_config
 from wikiwright.core.vault import Vault
+from wikiwright.door import Door
 from wikiwright.ingest.llm_planner import held_proposals
 from wikiwright.ingest.operations import Workspace
 from wikiwright.upkeep.review import ReviewQueue
-from wikiwright.wiki.reviewfile import HELD_BACK, ReviewStore, add_proposals, parse_review
+from wikiwright.wiki.reviewfile import HELD_BACK, ReviewStore, parse_review
 
 from tests.conftest import Services
 from tests.helpers import cli, daemon_log, git, start_daemon, wait_for
@@ -21,6 +24,12 @@ UNVERIFIED_CLAIM = {"op": "add_claim", "page": "billing-api", "key": "billing-ap
                     "as_of": "2026-05-01", "quote": "The billing API uses OAuth.", "replaces": False}
 SCRIPT = {"op": "add_to_section", "page": "billing-api", "heading": "Embed",
           "text": "<script src=\"https://evil.example/x.js\"></script>"}
+
+
+def _propose(vault: Vault, kind: str, items: list[Any]) -> list[str]:
+    """Proposals through REVIEW.md's one writer, the door (committed with the operation)."""
+    with Door.open(load_config(vault.root), vault) as door, door.operation("lint", "proposals") as op:
+        return op.propose(kind, items)
 
 
 def _tick(vault: Vault, item_id: str, mark: str = "x") -> None:
@@ -44,7 +53,7 @@ def test_operations_held_back_by_ingest_checks_are_tickable_proposals(services: 
     assert not workspace.apply(dict(UNVERIFIED_CLAIM)) and not workspace.apply(dict(SCRIPT))
     record = services.ledger.get_file("raw/notes.md")
     assert record is not None
-    add_proposals(vault, HELD_BACK, held_proposals(record, "sources/src-notes", workspace.held))
+    _propose(vault, HELD_BACK, held_proposals(record, "sources/src-notes", workspace.held))
     vault = services.vault
     held = {i: line for i, line in parse_review(vault.review_file.read_text()).items() if i.startswith("held-back-")}
     assert len(held) == 2, vault.review_file.read_text()
@@ -71,7 +80,7 @@ def test_operations_held_back_by_ingest_checks_are_tickable_proposals(services: 
 
 def test_an_option_ticked_under_a_proposal_is_its_answer(vault: Vault) -> None:
     """Options are sub-checkboxes with their own ids; a tick on one is the answer."""
-    [item_id] = add_proposals(vault, "claim-conflict", [{"description": "`k` has 2 values; which stands?",
+    [item_id] = _propose(vault, "claim-conflict", [{"description": "`k` has 2 values; which stands?",
                                                           "facts": {"k": 1}}])
     text = vault.review_file.read_text()
     line = parse_review(text)[item_id]
@@ -84,10 +93,8 @@ def test_an_option_ticked_under_a_proposal_is_its_answer(vault: Vault) -> None:
 def test_bad_bytes_in_review_md_keep_the_persons_text_and_ticks_still_apply(
     vault: Vault, isolated_env: dict[str, str]
 ) -> None:
-    [first, second] = add_proposals(vault, "held-back", [
+    [first, second] = _propose(vault, "held-back", [
         {"description": "first proposal", "facts": {"n": 1}}, {"description": "second proposal", "facts": {"n": 2}}])
-    git(vault.root, "add", "-A")
-    git(vault.root, "commit", "-q", "-m", "proposals")
     text = vault.review_file.read_text().replace(f"- [ ] first proposal ^{first}", f"- [x] first proposal ^{first}")
     latin1 = "\nMy note: caf\xe9 in Latin-1.\n".encode("latin-1")
     vault.review_file.write_bytes(text.encode("utf-8") + latin1)

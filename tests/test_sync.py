@@ -173,7 +173,8 @@ def test_page_merge_keeps_both_machines_claims_and_reapplies_supersession(vault)
 
 
 def test_overview_keeps_one_generated_block_and_both_sides_text(vault) -> None:
-    from wikiwright.door.sync import _merge_overview
+    from wikiwright.vcs.remote import merge_file
+    from wikiwright.wiki.syncmerge import merge_overview
 
     start = "<!-- wikiwright:overview:start (kept by wikiwright from the wiki; edit outside this block) -->"
     end = "<!-- wikiwright:overview:end -->"
@@ -182,8 +183,9 @@ def test_overview_keeps_one_generated_block_and_both_sides_text(vault) -> None:
         return "---\ntype: overview\n---\n\n# Overview\n\n" + "".join(f"{x}\n" for x in extra) + \
             f"{start}\n{block}\n{end}\n"
 
-    merged = _merge_overview(GitRepo(vault.root), page("3 sources"), page("5 sources", "Mine."),
-                             page("4 sources", "Theirs."))
+    repo = GitRepo(vault.root)
+    merged = merge_overview(page("3 sources"), page("5 sources", "Mine."), page("4 sources", "Theirs."),
+                            lambda b, o, t, favour: merge_file(repo, b, o, t, favour))
     assert merged.count(start) == 1 and merged.count(end) == 1 and "4 sources" in merged
     assert "Mine." in merged and "Theirs." in merged and not MARKER_RE.search(merged)
 
@@ -420,15 +422,41 @@ def test_a_round_killed_after_writing_files_is_undone_and_redone(world: tuple[Pa
     crashed = ww(mb.root, {**sync_env(isolated_env), "WIKIWRIGHT_CRASH_AT": "sync-files-written"}, "sync")
     assert crashed.returncode != 0
     assert git(mb.root, "rev-parse", "HEAD") == head  # HEAD never moved
-    assert (mb.vault.state / "sync-journal.json").exists()
+    assert (mb.vault.state / "journal.json").exists()  # the door's one journal
     # An ingest on B before the next sync round: its door first undoes the half-done merge, so
     # the merged files are never committed as a person's edit.
     mb.ingest("after-crash.md", source_text(4, "after the crash"))
-    assert not (mb.vault.state / "sync-journal.json").exists()
+    assert not (mb.vault.state / "journal.json").exists()
     mb.sync()
     assert (mb.root / "wiki" / "sources" / "src-from-a.md").exists()
     subjects = git(mb.root, "log", "--format=%an|%s").splitlines()
     assert not [s for s in subjects if "edit: your changes" in s], subjects  # never the person's
+    assert not git(mb.root, "status", "--porcelain", "--untracked-files=no").strip()
+
+
+def test_a_round_an_earlier_release_left_half_done_is_undone(world: tuple[Path, Machine, Machine]) -> None:
+    """An earlier release's sync round killed after writing a merged file, before moving HEAD,
+    left ``sync-journal.json``: the door reads it once as its own journal and puts the file
+    back, so it is never committed as a person's edit; the next round brings it properly."""
+    import json
+
+    _remote, ma, mb = world
+    ma.ingest("from-a.md", source_text(3, "from-a"))
+    ma.sync()
+    git(mb.root, "fetch", "-q", "origin")
+    page = "wiki/sources/src-from-a.md"
+    blob = git(mb.root, "rev-parse", f"origin/main:{page}").strip()
+    (mb.root / page).write_bytes(subprocess.run(["git", "-C", str(mb.root), "cat-file", "blob", blob],
+                                                capture_output=True, check=True).stdout)
+    journal = {"old_head": git(mb.root, "rev-parse", "HEAD").strip(), "commit": "", "paths": {page: ["", blob]}}
+    (mb.vault.state / "sync-journal.json").write_text(json.dumps(journal), encoding="utf-8")
+    mb.ingest("after-crash.md", source_text(4, "after the crash"))
+    assert not (mb.vault.state / "sync-journal.json").exists() and not (mb.vault.state / "journal.json").exists()
+    assert not (mb.root / page).exists()
+    mb.sync()
+    assert (mb.root / page).exists()
+    subjects = git(mb.root, "log", "--format=%an|%s").splitlines()
+    assert not [s for s in subjects if "edit: your changes" in s], subjects
     assert not git(mb.root, "status", "--porcelain", "--untracked-files=no").strip()
 
 
@@ -478,3 +506,26 @@ def test_consolidation_runs_on_one_machine_per_period(world: tuple[Path, Machine
     assert refused is not None and "another machine claimed" in refused and "machine-a" in refused
     # B's gate reads the claim it fetched: the time gate is closed until the next period.
     assert not Consolidator(mb.config, mb.vault, mb.ledger, repo=mb.repo).gate().time_ok
+
+
+def test_the_round_asks_git_only_through_vcs() -> None:
+    """door/sync.py and door/synctree.py keep the round and the screen; every git command they
+    need is a typed call of vcs/ (vcs/merge.py): no subprocess, no raw ``repo.run`` plumbing,
+    and the merge rules live in wiki/syncmerge.py (old code ran cat-file, hash-object and
+    update-index through subprocess and merge-base, ls-tree, read-tree, write-tree, update-ref
+    through repo.run here)."""
+    import ast
+
+    import wikiwright.door.sync as sync_module
+    import wikiwright.door.synctree as synctree_module
+
+    for module in (sync_module, synctree_module):
+        tree = ast.parse(Path(module.__file__ or "").read_text(encoding="utf-8"))
+        imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+        assert "subprocess" not in imported, module.__name__
+        runs = [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute) and node.func.attr in ("run", "_with_lock_retry")
+                and isinstance(node.func.value, ast.Attribute) and node.func.value.attr == "repo"]
+        assert not runs, f"{module.__name__}: repo.run at lines {runs}"
+    merge_rules = {name for name in dir(sync_module) if name.startswith("_merge_")}
+    assert not merge_rules, merge_rules

@@ -377,6 +377,36 @@ def test_hostile_markup_in_a_synced_page_is_held(world: World, merge: bool) -> N
 # -- journals --------------------------------------------------------------------------------------
 
 def test_a_forged_sync_journal_is_refused_never_replayed(world: World) -> None:
+    """A sync round's journal is the door's (kind ``sync``): one naming a path sync never writes
+    is refused as a whole — not one path replayed, its HEAD move never taken."""
+    untouched = Untouched(world)
+    victim = world.root
+    blob = subprocess.run(["git", "-C", str(victim), "hash-object", "-w", "--stdin"], input=b"#!/bin/sh\necho x\n",
+                          capture_output=True, check=True).stdout.decode().strip()
+    head = git(victim, "rev-parse", "HEAD").strip()
+    journal = {"id": "op-forged", "kind": "sync", "title": "forged",
+               "files": {"../outside/planted.md": [None, blob, None, None],
+                         ".git/hooks/post-commit": [None, blob, None, None],
+                         ".wikiwright/config.toml": [None, blob, None, None],
+                         "wiki/ok.md": [None, blob, None, None]},
+               "ledger": [], "page_blobs": {}, "head": [head, head]}
+    (victim / "wiki" / "ok.md").write_bytes(b"#!/bin/sh\necho x\n")  # "written": a replay would keep it
+    (victim / ".wikiwright" / "journal.json").write_text(json.dumps(journal), encoding="utf-8")
+    world.victim.sync()
+    assert not (world.outside / "planted.md").exists()
+    assert not (victim / ".git" / "hooks" / "post-commit").exists()
+    assert (victim / ".wikiwright" / "journal.json.refused").exists()
+    # Refused as a whole: the one allowed path was not rolled forward as a finished sync either
+    # (it is the person's file now, committed under their name like any other edit of theirs).
+    assert "op-forged" not in git(victim, "log", "--format=%B")
+    assert "operation journal was refused" in world.status()
+    untouched.check()
+    world.assert_ingest_works()
+
+
+def test_a_forged_sync_journal_of_an_earlier_release_is_refused_too(world: World) -> None:
+    """The journal an earlier release's sync round kept (``sync-journal.json``) is read once, as
+    the door's: one naming a path sync never writes is refused as a whole, never replayed."""
     untouched = Untouched(world)
     victim = world.root
     blob = subprocess.run(["git", "-C", str(victim), "hash-object", "-w", "--stdin"], input=b"#!/bin/sh\necho x\n",
@@ -389,9 +419,9 @@ def test_a_forged_sync_journal_is_refused_never_replayed(world: World) -> None:
     assert not (world.outside / "planted.md").exists()
     assert not (victim / ".git" / "hooks" / "post-commit").exists()
     assert not (victim / "wiki" / "ok.md").exists()  # refused as a whole: not one path replayed
-    assert (victim / ".wikiwright" / "sync-journal.json.refused").exists()
-    status = world.status()
-    assert "sync journal was refused" in status and "refused from the remote: .wikiwright/sync-journal.json" in status
+    assert not (victim / ".wikiwright" / "sync-journal.json").exists()
+    assert (victim / ".wikiwright" / "journal.json.refused").exists()
+    assert "operation journal was refused" in world.status()
     untouched.check()
     world.assert_ingest_works()
 

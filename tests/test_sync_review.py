@@ -177,3 +177,32 @@ def test_a_remote_commit_in_wikiwrights_name_does_not_make_a_persons_file_self_f
     _drain(mb)
     record = mb.ledger.get_file("raw/minutes.md")
     assert record is not None and record.state == "ingested", record
+
+
+def test_a_conflict_proposed_by_a_merge_that_crashed_is_proposed_again(
+        world: tuple[Path, Machine, Machine], isolated_env: dict[str, str]) -> None:  # noqa: F811
+    """A merge's REVIEW.md items are the door's proposals: the store learns them with the commit
+    (journaled), never before. Old code wrote REVIEW.md and the store's row before the merge
+    commit; a crash in between put REVIEW.md back but kept the row, so the conflict was never
+    proposed again and this machine's lines were quoted nowhere."""
+    from tests.test_sync import sync_env, ww
+
+    _remote, ma, mb = world
+    ma.ingest("shared.md", source_text(1, "gadgets"))
+    ma.sync()
+    mb.sync()
+    page = "wiki/sources/src-shared.md"
+    title = next(line for line in (ma.root / page).read_text().splitlines() if line.startswith("# "))
+    for machine, who in ((ma, "A"), (mb, "B")):
+        path = machine.root / page
+        path.write_text(path.read_text().replace(title, f"{title} (edited on {who})", 1))
+        git(machine.root, "commit", "-qam", f"edited on {who}")
+    ma.sync()
+    head = git(mb.root, "rev-parse", "HEAD")
+    crashed = ww(mb.root, {**sync_env(isolated_env), "WIKIWRIGHT_CRASH_AT": "before-commit"}, "sync")
+    assert crashed.returncode != 0 and git(mb.root, "rev-parse", "HEAD") == head
+    mb.sync()
+    review = mb.vault.review_file.read_text(encoding="utf-8")
+    assert "sync-conflict" in review and f"{title} (edited on B)" in review, review
+    assert len(git(mb.root, "rev-list", "--parents", "-n1", "HEAD").split()) == 3
+    assert git(mb.root, "status", "--porcelain", "--", "wiki", "REVIEW.md").strip() == ""

@@ -21,11 +21,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from wikiwright.door.sync import _merge_index
 from wikiwright.ingest.concepts import OVERVIEW_END, OVERVIEW_START
 from wikiwright.runtime.status import gather
+from wikiwright.vcs.remote import merge_file
 from wikiwright.vcs.repo import GitRepo
 from wikiwright.wiki.index import INDEX_END, INDEX_START
+from wikiwright.wiki.syncmerge import merge_index
 
 from tests.fault_tools import assert_doctor_green, heartbeat
 from tests.helpers import cli, git, git_holding_index_lock, wait_for
@@ -84,7 +85,7 @@ def test_index_merge_keeps_the_persons_lines_when_the_base_has_no_block(vault) -
     block = f"{INDEX_START}\n\n## Sources (1)\n\n- [[src-a]]\n{INDEX_END}\n"
     base, theirs = head, head + "\n" + block
     ours = _around_block(head + "\n" + block, INDEX_START, INDEX_END)
-    merged = _merge_index(repo, base, ours, theirs)
+    merged = merge_index(base, ours, theirs, lambda b, o, t, favour: merge_file(repo, b, o, t, favour))
     assert [line for line in PERSON_LINES if line in merged] == list(PERSON_LINES), merged
     assert merged.count(INDEX_START) == 1 and merged.count(INDEX_END) == 1, merged
     assert "A person's preface." in merged

@@ -11,6 +11,8 @@ Usage::
             op.edit_file("REVIEW.md", mutate)   # any other vault file, same rules
             op.propose("held-back", [proposal(...)])   # REVIEW.md proposals (wiki/reviewfile.py)
             op.add_paths(["raw/x.md"])          # commit these files as they are on disk
+            op.integrate(head, theirs, tree)    # a sync merge: the commit starts from the merged
+                                                # tree, the remote's commit its second parent
             op.details.append("…"); op.trailers["Wikiwright-Source"] = "…"
             op.ledger_after_commit("set_kv", key, value)   # journaled: made even after a crash
             op.after_commit(callback)           # called with the commit sha (not journaled)
@@ -25,7 +27,8 @@ Rules the door keeps, so no caller has to: a file is never written without first
 what a person changed in it under their own name (``user-edit``), and only while it still
 holds what was read (compare-and-swap, redone on the person's newer text); the commit holds
 exactly the bytes the operation wrote, never what a person saves meanwhile; the journal
-(:mod:`.journal`) makes the whole operation crash-safe.
+(:mod:`.journal`, the only one: files, the HEAD move, the person's index) makes the whole
+operation crash-safe.
 """
 
 from __future__ import annotations
@@ -41,15 +44,17 @@ from typing import Any
 
 from ..core.config import Config
 from ..core.crashpoints import crash_point
-from ..core.errors import CommitPaused, PlanOutdated, UnsafePathError
+from ..core.errors import CommitPaused, PlanOutdated, UnsafePathError, WikiwrightError
 from ..core.fsutil import TEMP_MARKER, atomic_replace_if
 from ..core.locks import vault_write_lock
+from ..core.logsetup import escape_controls
 from ..core.opkinds import FixAction, OpKind
 from ..core.vault import Vault
-from ..core.vaultpaths import INDEX_PAGE, LOG_PAGE, is_log_file
+from ..core.vaultpaths import INDEX_PAGE, LOG_PAGE, is_log_file, safe_target, sync_problem
 from ..intake.ledger import Ledger
 from ..vcs.gitlock import remove_stale_locks
-from ..vcs.repo import GitRepo, git_blob_id, merge_texts
+from ..vcs.merge import commit_merge, is_ancestor, read_blobs, tree_changes
+from ..vcs.repo import GitRepo, format_message, git_blob_id, merge_texts
 from ..wiki import reviewfile
 from ..wiki.catalog import Catalog
 from ..wiki.index import (
@@ -146,22 +151,20 @@ class Door:
             # .git/index.lock behind; nobody holds it once no git process runs here.
             remove_stale_locks(self.vault.root, self.vault.state)
             self.repo.finish_index_sync()
-            if (self.vault.state / "sync-journal.json").exists():
-                # A sync round died between writing merged files and moving HEAD (or after):
-                # settle that first, or this operation would commit the merge as a person's edit.
-                from .sync import Syncer
-
-                Syncer(self.config, self.vault, self.ledger, self.catalog, self.repo).recover()
             entry = self.journal.load()
+            if entry is not None and entry.index:
+                # A commit of the operation (or of the person's edits it made first) moved HEAD;
+                # the person's index may not have caught up.
+                self.repo.finish_index_entries(entry.index)
             if entry is None:
                 if self.journal.refused:
                     self.ledger.set_notice("journal", f"an operation journal was refused, not replayed: "
                                            f"{self.journal.refused} (set aside as journal.json.refused)")
                 return None
-            found = self.repo.log("-F", f"--grep=Wikiwright-Op: {entry.op_id}", limit=1)
-            if found:
-                self._roll_forward(entry, found[0].sha)
-                message = (f"{entry.kind} '{entry.title}' had committed ({found[0].sha[:10]}) before a crash; "
+            landed = self._landed(entry)
+            if landed:
+                self._roll_forward(entry, landed)
+                message = (f"{entry.kind} '{entry.title}' had committed ({landed[:10]}) before a crash; "
                            "finished it")
             else:
                 self._restore(entry)
@@ -171,6 +174,20 @@ class Door:
             self.journal.clear()
             log.warning("%s", message)
             return message
+
+    def _landed(self, entry: JournalEntry) -> str | None:
+        """The commit of the journaled operation if it landed (None: HEAD never got there).
+
+        An operation that names its HEAD move (a merge, a fast-forward) landed when HEAD is at
+        that commit or past it; any other is found by its ``Wikiwright-Op`` trailer."""
+        if entry.head_move:
+            old, new = entry.head_move
+            head = self.repo.head()
+            if head == new or (head is not None and head != (old or None) and is_ancestor(self.repo, new, head)):
+                return new
+            return None
+        found = self.repo.log("-F", f"--grep=Wikiwright-Op: {entry.op_id}", limit=1)
+        return found[0].sha if found else None
 
     def _sweep_temp_files(self, entry: JournalEntry) -> None:
         """The temp files of the interrupted writes (atomic writes of the journaled files).
@@ -194,8 +211,8 @@ class Door:
                             "kept as it is", kept.name, rel)
 
     def _roll_forward(self, entry: JournalEntry, sha: str) -> None:
-        committed = {rel: change.after for rel, change in entry.files.items()}
-        self.repo.sync_person_index(committed)
+        if not entry.index:  # a journal of an earlier release: its files are what the commit wrote
+            self.repo.sync_person_index({rel: change.after for rel, change in entry.files.items()})
         if entry.page_blobs:
             self.ledger.set_page_blobs(entry.page_blobs)
         for method, args in entry.ledger:
@@ -262,6 +279,18 @@ class _Touched:
     ours: bytes | None  # what this operation commits at the path
 
 
+@dataclass
+class _Merge:
+    """Another machine's commit this operation brings in (:meth:`Operation.integrate`)."""
+
+    head: str | None  # HEAD the merge builds on (its first parent)
+    theirs: str  # the second parent
+    tree: str  # the merged, screened tree the commit starts from
+    fast_forward: bool  # HEAD may move to ``theirs`` itself when nothing is added on top
+    written: dict[str, str | None]  # the files the merge wrote: their blob in ``tree`` (None: removed)
+    changed: dict[str, tuple[str, str]]  # every path ``tree`` changes from HEAD's: (mode, blob; '' removed)
+
+
 class Operation:
     """What one operation changes; made by :meth:`Door.operation`, never directly."""
 
@@ -287,6 +316,8 @@ class Operation:
         self._callbacks: list[Callable[[str | None], None]] = []
         self._index_wanted = False
         self._propose_conflicts = True
+        self.body = ""  # the commit message's body (after the subject, before the trailers)
+        self._merge: _Merge | None = None
 
     @property
     def vault(self) -> Vault:
@@ -324,8 +355,26 @@ class Operation:
         fresh = [rel for rel in dict.fromkeys(rels) if rel not in self._settled]
         if fresh:
             contents = {rel: _read_bytes(self._target(rel)) for rel in fresh}
-            self.door.repo.commit_person_contents(contents)
+            self.door.repo.commit_person_contents(contents, self._journal_index)
             self._settled.update(contents)
+
+    def _journal_index(self, _head: str | None, _commit: str, index: Mapping[str, str | None]) -> None:
+        """A commit of the person's edits is about to move HEAD: the journal names what the
+        person's index then has to record (their commit is theirs, not this operation's)."""
+        self._entry.index = dict(index)
+        self.door.journal.save(self._entry)
+
+    def _journal_move(self, head: str | None, commit: str, index: Mapping[str, str | None]) -> None:
+        """This operation's commit is about to move HEAD: the journal names the move and what the
+        person's index then has to record."""
+        self._entry.head_move = [head or "", commit]
+        self._entry.index = dict(index)
+        self.door.journal.save(self._entry)
+
+    def commit_person_edits(self, rels: Iterable[str]) -> None:
+        """Commit the person's uncommitted changes to these files under their name, journaled
+        like the operation's own commit (a sync round: every file the remote changed)."""
+        self.door.repo.commit_person_edits(list(dict.fromkeys(rels)), self._journal_index)
 
     def _target(self, rel: str) -> Path:
         return self._path(rel) if rel.startswith("wiki/") or rel in ROOT_FILES else self.vault.root / rel
@@ -510,8 +559,10 @@ class Operation:
         log.warning("%s", reason)
         return Conflict(change.page, "REVIEW.md", reason)
 
-    def propose(self, kind: str, items: Iterable[reviewfile.Proposal | Mapping[str, Any]]) -> list[str]:
-        """Add proposals to REVIEW.md in this operation (the format: wiki/reviewfile.py); new ids."""
+    def propose(self, kind: str, items: Iterable[reviewfile.Proposal | Mapping[str, Any]],
+                details: Mapping[str, list[str]] | None = None) -> list[str]:
+        """Add proposals to REVIEW.md in this operation (the format: wiki/reviewfile.py); new ids.
+        ``details``: lines shown under an item (by id), such as the text it quotes."""
         proposals = []
         for raw in items:
             if isinstance(raw, reviewfile.Proposal):
@@ -532,7 +583,8 @@ class Operation:
                 present = reviewfile.parse_review(text)
                 for p in new:
                     if p.id not in present:
-                        text = reviewfile.insert_lines(text, reviewfile.heading_of(p), reviewfile.render_lines(p))
+                        text = reviewfile.insert_lines(text, reviewfile.heading_of(p),
+                                                       [*reviewfile.render_lines(p), *(details or {}).get(p.id, [])])
                 return text
 
             self.edit_file("REVIEW.md", mutate)
@@ -541,6 +593,125 @@ class Operation:
         for p in new:
             self.ledger_after_commit("review_add", p.id, p.kind, p.description, list(p.pages), dict(p.fix))
         return [p.id for p in new]
+
+    def integrate(self, head: str | None, theirs: str, tree: str, *, fast_forward: bool = False) -> list[str]:
+        """Bring another machine's commit in (a sync round): this operation's commit starts from
+        ``tree`` (the merged, screened tree, made from ``head`` and ``theirs``) instead of HEAD's
+        and has ``theirs`` as its second parent; with ``fast_forward``, when nothing is written
+        on top, HEAD moves to ``theirs`` itself. No log.md entry of its own (the merge brings
+        both machines' entries). HEAD must still be ``head`` (a commit landing after the merge
+        was made would be undone by its tree: CommitPaused, the next round merges again), and
+        moves only from there.
+
+        Every file that differs between HEAD and ``tree`` is written now, journaled, each only
+        where it still holds HEAD's bytes (compare-and-swap; a save a person makes meanwhile is
+        merged three-way where that is clean, else kept as they saved it, uncommitted); the
+        pages it changed are refreshed in the catalogue. Call first, once; returns the paths
+        left as a person has them."""
+        if self._merge is not None or self._touched or self.kind is not OpKind.SYNC:
+            # Only a sync operation's journal may name what sync brings in (raw/, logs/).
+            raise WikiwrightError("integrate() comes first in a sync operation, and once")
+        if self.repo.head() != head:
+            raise CommitPaused("HEAD moved while syncing (a commit landed); the next round tries again")
+        changes = tree_changes(self.repo, head, tree)
+        contents = read_blobs(self.repo, [blob for old, new, _mode in changes.values() for blob in (old, new) if blob])
+        merge = self._merge = _Merge(head, theirs, tree, fast_forward, {},
+                                     {rel: (mode, new) for rel, (_old, new, mode) in changes.items()})
+        plan: list[tuple[str, Path, bytes | None, bytes | None]] = []
+        left: list[str] = []
+        for rel, (old, new, mode) in changes.items():
+            before, after = contents.get(old) if old else None, contents.get(new) if new else None
+            try:
+                problem = sync_problem(rel) or ("" if mode in ("100644", "100755", "000000") else f"mode {mode}")
+                if problem:
+                    raise UnsafePathError(problem)
+                target = safe_target(self.vault.root, rel)
+            except UnsafePathError as exc:
+                log.error("sync: %s is not written: %s", escape_controls(rel)[:300], exc)
+                left.append(rel)
+                continue
+            link = target.is_symlink()
+            disk = None if link else _read_bytes(target)
+            if link or disk != before or disk == after:
+                if link or disk != after:
+                    left.append(rel)
+                    log.warning("sync: %s has changes of a person's that are not committed; left as it is", rel)
+                self._settled[rel] = after  # the commit holds the merge's bytes; the file is the person's
+                continue
+            self._settled[rel] = before
+            self._entry.files[rel] = FileChange(old or None, new or None)
+            plan.append((rel, target, before, after))
+        self.door.journal.save(self._entry)
+        # Removals first (a folder the remote turned into a file is emptied before the file lands).
+        for rel, target, before, after in sorted(plan, key=lambda item: item[3] is not None):
+            try:
+                if after is not None:
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                if atomic_replace_if(target, after, before):
+                    if after is None:
+                        self._prune_empty(target.parent)
+                elif after is None or before is None or not self._merge_late_save(rel, target, before, after):
+                    self._leave(rel, after)
+                    left.append(rel)
+                    log.warning("sync: %s was saved by a person while the round ran; left as it is", rel)
+                    continue
+            except OSError as exc:
+                self._leave(rel, after)
+                left.append(rel)
+                log.warning("sync: %s could not be written (%s); left as it is", escape_controls(rel)[:300], exc)
+                continue
+            self._touched[rel] = _Touched(after)
+            merge.written[rel] = new or None
+        crash_point("sync-files-written")
+        pages = [rel[5:-3] for rel in changes if rel.startswith("wiki/") and rel.endswith(".md")]
+        if pages:
+            self.catalog.refresh(pages)
+            # Pages new to this machine: what the merge commits is the base of its next change
+            # (the committed blob, never the file: a person may have typed there since).
+            blobs = {page: changes[f"wiki/{page}.md"][1] for page in pages
+                     if changes[f"wiki/{page}.md"][1] and self.ledger.page_blob(page) is None}
+            if blobs:
+                self.ledger_after_commit("set_page_blobs", blobs)
+        return left
+
+    def _leave(self, rel: str, after: bytes | None) -> None:
+        """A merged file the round did not write (a person's save): out of the journal."""
+        self._entry.files.pop(rel, None)
+        self._settled[rel] = after
+        self.door.journal.save(self._entry)
+
+    def _merge_late_save(self, rel: str, target: Path, base: bytes, remote: bytes) -> bool:
+        """A person saved ``target`` while the round wrote it: their text and the remote's, merged
+        three-way where that is clean (the file then holds both; their part stays theirs,
+        uncommitted, on top of the merge); else their file is left exactly as they saved it."""
+        change = self._entry.files[rel]
+        for _attempt in range(3):
+            disk = _read_bytes(target)
+            if disk is None:
+                return False
+            try:
+                merged, clean = merge_texts(self.repo, base.decode("utf-8"), disk.decode("utf-8"),
+                                            remote.decode("utf-8"))
+            except UnicodeDecodeError:
+                return False
+            if not clean:
+                return False
+            data = merged.encode("utf-8")
+            change.disk_before, change.disk_after = self.repo.store_bytes(disk), git_blob_id(data)
+            self.door.journal.save(self._entry)
+            if atomic_replace_if(target, data, disk):
+                return True
+        return False
+
+    def _prune_empty(self, folder: Path) -> None:
+        """Folders a removal left empty, up to (not including) wiki/, raw/ and logs/."""
+        root = self.vault.root
+        while folder != root and folder.parent != root and not folder.is_symlink():
+            try:
+                folder.rmdir()
+            except OSError:
+                return
+            folder = folder.parent
 
     def add_paths(self, rels: Iterable[str]) -> None:
         """Commit these files (e.g. ``raw/x.md``) in this operation's commit, as they are on disk."""
@@ -566,8 +737,10 @@ class Operation:
     # -- the end -----------------------------------------------------------------------------
 
     def _pages_changed(self) -> list[str]:
+        # A fast-forward takes the remote's index.md as it is: its own pages rebuild nothing.
+        taken = self._merge.written if self._merge is not None and self._merge.fast_forward else {}
         return [rel[5:-3] for rel in self._touched if rel.startswith("wiki/") and rel.endswith(".md")
-                and rel != INDEX_PAGE and not is_log_file(rel)]
+                and rel != INDEX_PAGE and not is_log_file(rel) and rel not in taken]
 
     def _finish(self) -> None:
         door = self.door
@@ -579,11 +752,14 @@ class Operation:
             door.catalog.refresh(sorted({*changed, *self.deleted}) or None)
             self._write_index()
         crash_point("door-after-index")
-        if not self._touched and not self._extra and not self.always_log:
+        if not self._touched and not self._extra and not self.always_log and self._merge is None:
+            if self._entry.index:  # only the person's edits were committed (journaled for their index)
+                door.journal.clear()
             self._run_callbacks(None)
             return
-        entry = log_entry(self.kind.value, self.title, self.details, self.today)
-        self.edit_file(LOG_PAGE, lambda text: appended_log(text, entry))
+        if self._merge is None:  # a merge brings both machines' log.md entries, and adds none
+            entry = log_entry(self.kind.value, self.title, self.details, self.today)
+            self.edit_file(LOG_PAGE, lambda text: appended_log(text, entry))
         crash_point("door-after-log")
         trailers = {"Wikiwright-Operation": self.kind.value, **self.trailers}
         pages = sorted({*self.outcome.written, *self.outcome.unchanged, *self.deleted})
@@ -600,10 +776,13 @@ class Operation:
         index = self._touched.get("wiki/index.md")
         if index is not None and index.ours is not None:
             blobs["index"] = git_blob_id(index.ours)
-        self._entry.page_blobs = blobs
-        self.door.journal.save(self._entry)
+        self._entry.page_blobs = blobs  # journaled with the HEAD move, just before HEAD moves
         subject = f"{self.kind.value}: {self.title}"
-        self.commit_sha = door.repo.commit_contents(contents, subject, trailers)
+        if self._merge is None:
+            self.commit_sha = door.repo.commit_contents(contents, subject, trailers, self.body,
+                                                        before_move=self._journal_move)
+        else:
+            self.commit_sha = self._commit_merge(contents, format_message(subject, trailers, self.body))
         crash_point("door-after-commit")
         if blobs:
             door.ledger.set_page_blobs(blobs)
@@ -612,6 +791,20 @@ class Operation:
         crash_point("door-before-journal-clear")
         door.journal.clear()
         self._run_callbacks(self.commit_sha)
+
+    def _commit_merge(self, contents: Mapping[str, bytes | None], message: str) -> str:
+        """The merge's commit (two parents), or HEAD moved to the remote's commit (a fast-forward
+        with nothing of ours on top); the expected HEAD move journaled before HEAD moves."""
+        merge = self._merge
+        assert merge is not None
+        stored = {rel: self.repo.store_bytes(data) if data is not None else None for rel, data in contents.items()}
+        # Only what the operation wrote on top of the merged tree (which holds the merge's own files).
+        stored = {rel: blob for rel, blob in stored.items() if rel not in merge.written or merge.written[rel] != blob}
+
+        return commit_merge(self.repo, merge.head, merge.tree, stored, message, theirs=merge.theirs,
+                            fast_forward=merge.fast_forward, merged=merge.changed,
+                            in_person_index=lambda rel: not sync_problem(rel),
+                            before_move=self._journal_move)
 
     def _run_callbacks(self, sha: str | None) -> None:
         for callback in self._callbacks:
@@ -652,9 +845,11 @@ class Operation:
         entry = self.door.journal.load()
         if entry is None or entry.op_id != self.id:
             return
-        found = self.door.repo.log("-F", f"--grep=Wikiwright-Op: {self.id}", limit=1)
-        if found:
-            self.door._roll_forward(entry, found[0].sha)
+        if entry.index:
+            self.door.repo.finish_index_entries(entry.index)
+        landed = self.door._landed(entry)
+        if landed:
+            self.door._roll_forward(entry, landed)
         else:
             self.door._restore(entry)
         self.door.journal.clear()

@@ -7,15 +7,24 @@ and the ledger updates that follow it. For every file it names the blob the file
 (always committed: the person's edits are committed first) and the blob the operation
 writes, so recovery can tell the operation's text from anything else.
 
-Recovery (when a door opens, under the write lock): if the operation's commit landed
-(``Wikiwright-Op: <id>`` in history) it is rolled forward — the ledger updates the journal
-names are made — else every file still holding the operation's text gets its earlier text
-back. Both are idempotent, so a second crash during recovery is recovered the same way.
+Just before HEAD moves, the journal names the move (``head: [old, new]``: the operation's own
+commit, a sync round's merge commit, or the remote's commit a fast-forward takes) and the
+entries the person's git index still has to record (``index``: path -> blob; also for the
+commits of a person's edits the operation makes first), so one journal covers the files, the
+commit and the person's index: no second file for any of them.
+
+Recovery (when a door opens, under the write lock): the person's index gets every ``index``
+entry HEAD holds; if the operation's commit landed (HEAD at the expected move's commit or past
+it; a journal without a move: ``Wikiwright-Op: <id>`` in history) it is rolled forward — the
+ledger updates the journal names are made — else every file still holding the operation's
+text gets its earlier text back. All of it is idempotent, so a second crash during recovery is
+recovered the same way.
 
 A journal is replayed only when every file it names is one the door writes (``wiki/**.md``,
-``REVIEW.md``, ``SCHEMA.md``, ``.gitignore``; no symbolic link on the way) and every blob is a
-blob id: a journal from anywhere else (a synced or forged file) is set aside as
-``journal.json.refused``, never replayed, and :attr:`Journal.refused` says why.
+``REVIEW.md``, ``SCHEMA.md``, ``.gitignore``; for a sync round, what sync may bring from
+another machine: :func:`~wikiwright.core.vaultpaths.sync_problem`; no symbolic link on the
+way) and every blob is a blob id: a journal from anywhere else (a synced or forged file) is
+set aside as ``journal.json.refused``, never replayed, and :attr:`Journal.refused` says why.
 """
 
 from __future__ import annotations
@@ -30,11 +39,15 @@ from typing import Any
 from ..core.crashpoints import crash_point
 from ..core.errors import UnsafePathError
 from ..core.fsutil import atomic_write_text
-from ..core.vaultpaths import ROOT_FILES, safe_target
+from ..core.opkinds import OpKind
+from ..core.vaultpaths import ROOT_FILES, safe_target, sync_problem
 
 log = logging.getLogger(__name__)
 
 JOURNAL_FILE = "journal.json"
+# An earlier release's sync round kept a journal of its own; one a crash left is read once, as
+# the door's entry of a sync operation (then checked and replayed, or refused, like any other).
+LEGACY_SYNC_JOURNAL = "sync-journal.json"
 _BLOB_RE = re.compile(r"^[0-9a-f]{40}$")
 
 
@@ -57,12 +70,18 @@ class JournalEntry:
     # Ledger calls to make once the commit exists: [method, args]; "@commit" stands for its sha.
     ledger: list[list[Any]] = field(default_factory=list)
     page_blobs: dict[str, str] = field(default_factory=dict)
+    # HEAD's expected move [old ('' for none), new], named just before it moves.
+    head_move: list[str] = field(default_factory=list)
+    # What the person's git index still has to record of the last commit made (path -> blob id).
+    index: dict[str, str | None] = field(default_factory=dict)
 
     def to_json(self) -> str:
         return json.dumps({
             "id": self.op_id, "kind": self.kind, "title": self.title,
             "files": {rel: [c.before, c.after, c.disk_before, c.disk_after] for rel, c in self.files.items()},
             "ledger": self.ledger, "page_blobs": self.page_blobs,
+            **({"head": self.head_move} if self.head_move else {}),
+            **({"index": self.index} if self.index else {}),
         }, ensure_ascii=False)
 
     @classmethod
@@ -70,14 +89,29 @@ class JournalEntry:
         data = json.loads(text)
         return cls(str(data["id"]), str(data["kind"]), str(data.get("title", "")),
                    {rel: FileChange(*row) for rel, row in data.get("files", {}).items()},
-                   list(data.get("ledger", [])), dict(data.get("page_blobs", {})))
+                   list(data.get("ledger", [])), dict(data.get("page_blobs", {})), list(data.get("head", [])),
+                   dict(data.get("index", {})))
 
 
 def entry_problem(root: Path, entry: JournalEntry) -> str:
     """Why the door must not replay ``entry`` ('' when it may): a file it does not write, or a
     value that is not a blob id."""
+    if entry.head_move and not (len(entry.head_move) == 2 and all(
+            isinstance(sha, str) and (sha == "" or _BLOB_RE.match(sha)) for sha in entry.head_move)):
+        return "its expected HEAD move is not two commit ids"
+    for rel, blob in entry.index.items():
+        parts = rel.split("/")
+        if rel.startswith("/") or "\0" in rel or parts[0] == ".wikiwright" or any(
+                part in ("", ".", "..") or part.casefold().rstrip(" .") == ".git" for part in parts):
+            return f"its index entries name {rel[:200]!r}, not a path in the vault"
+        if blob is not None and not (isinstance(blob, str) and _BLOB_RE.match(blob)):
+            return f"its index entry for {rel[:200]!r} holds {str(blob)[:60]!r}, not a blob id"
     for rel, change in entry.files.items():
-        if not (rel in ROOT_FILES or (rel.startswith("wiki/") and rel.endswith(".md"))):
+        if entry.kind == OpKind.SYNC.value:
+            problem = sync_problem(rel)
+            if problem:
+                return f"it names {rel[:200]!r}, which sync never writes ({problem})"
+        elif not (rel in ROOT_FILES or (rel.startswith("wiki/") and rel.endswith(".md"))):
             return f"it names {rel[:200]!r}, which the door never writes"
         try:
             safe_target(root, rel)
@@ -99,6 +133,8 @@ class Journal:
         crash_point("door-journal-saved")
 
     def load(self) -> JournalEntry | None:
+        if not self.path.exists() and self._legacy_sync_entry() is None:
+            return None
         try:
             entry = JournalEntry.from_json(self.path.read_text(encoding="utf-8"))
         except FileNotFoundError:
@@ -119,3 +155,30 @@ class Journal:
 
     def clear(self) -> None:
         self.path.unlink(missing_ok=True)
+
+    def _legacy_sync_entry(self) -> JournalEntry | None:
+        """The journal an earlier release's sync round left (``{"old_head", "commit", "paths":
+        {path: [blob before, blob written]}}``), as the door's entry: written as journal.json
+        first, so a crash while it is recovered finds it there. A file it cannot read as one is
+        kept aside as ``.refused``."""
+        legacy = self.path.parent / LEGACY_SYNC_JOURNAL
+        try:
+            data = json.loads(legacy.read_text(encoding="utf-8"))
+            files = {}
+            for rel, (before, after) in dict(data.get("paths", {})).items():
+                if "?" in (before, after):
+                    continue  # a file the round had not written yet (index.md, REVIEW.md)
+                files[str(rel)] = FileChange(str(before) or None, str(after) or None)
+            commit = str(data.get("commit") or "")
+            head = [str(data.get("old_head") or ""), commit] if commit else []
+        except FileNotFoundError:
+            return None
+        except (ValueError, TypeError, AttributeError) as exc:
+            self.refused = f"an earlier release's sync journal that is not one ({exc})"[:300]
+            legacy.replace(legacy.with_suffix(".json.refused"))
+            return None
+        entry = JournalEntry(f"sync-{legacy.stat().st_mtime_ns}", "sync", "a sync round of an earlier release",
+                             files, head_move=head)
+        self.save(entry)
+        legacy.unlink()
+        return entry

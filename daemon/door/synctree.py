@@ -3,7 +3,7 @@
 Another machine's commit is untrusted input (a teammate's compromised laptop, a compromised
 git host). Before anything is written, committed into HEAD, put in the person's git index or
 read into any index, every entry that would change from HEAD is screened (pure git object
-reads: ``ls-tree``, ``cat-file``; never ``read-tree`` of the remote's tree, which a name like
+reads through ``vcs/merge.py``; never ``read-tree`` of the remote's tree, which a name like
 ``.GIT/x`` makes fail):
 
 - the path: the allow-list and path rules of :mod:`..core.vaultpaths` (``.git`` in any case,
@@ -30,9 +30,7 @@ so HEAD never holds it; the caller records every refusal in the commit, status a
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
 import time
 import unicodedata
 from collections.abc import Callable, Iterable
@@ -40,20 +38,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core.config import Config
-from ..core.errors import UnsafePathError, WikiwrightError
+from ..core.errors import UnsafePathError
 from ..core.logsetup import escape_controls
 from ..core.vault import GITIGNORE_LINES
 from ..core.vaultpaths import GENERATED_PAGES, safe_target, sync_kind, sync_problem
 from ..intake import rawgit
 from ..intake.ledger import Ledger
+from ..vcs.merge import REGULAR, Entry, blob_sizes, write_blob
 from ..vcs.repo import GitRepo
 from ..wiki.reviewfile import parse_review
 from ..wiki.sanitize import clean_markdown, link_target_problem, lookalike_problem, skeleton
 
-Entry = tuple[str, str]  # (mode, blob)
 _Refuse = Callable[..., None]  # (path, why, blob='', quote=False)
 ReadBlobs = Callable[[GitRepo, list[str]], dict[str, bytes]]
-REGULAR = "100644"
 # Built by code or only growing: bounded by git.sync_max_file_bytes, not by the page limit.
 _GROWING = GENERATED_PAGES
 # Never removed by another machine (a folder in their place would stop every write to them).
@@ -68,9 +65,17 @@ REFUSED_HEADING = "Refused from the remote by sync"
 def record_refusals(ledger: Ledger, rows: Iterable[tuple[str, str, str]]) -> None:
     """The one record of what sync refused from the remote, for status: entries of a tree and
     claims of a trailer alike, ``(what, why, commit)`` each; the newest ``REFUSED_KEPT`` kept."""
+    value = refusals_record(ledger, rows)
+    if value is not None:
+        ledger.set_kv(REFUSED_KEY, value)
+
+
+def refusals_record(ledger: Ledger, rows: Iterable[tuple[str, str, str]]) -> str | None:
+    """The value of ``REFUSED_KEY`` with ``rows`` recorded (None: no rows), for a journaled
+    ledger call made with the commit that refused them."""
     rows = list(rows)
     if not rows:
-        return
+        return None
     try:
         data = json.loads(ledger.get_kv(REFUSED_KEY, "{}"))
     except ValueError:
@@ -79,8 +84,7 @@ def record_refusals(ledger: Ledger, rows: Iterable[tuple[str, str, str]]) -> Non
         data = {}
     items = [*data.get("items", []), *({"path": escape_controls(what)[:300], "why": why[:300], "commit": commit}
                                        for what, why, commit in rows)][-REFUSED_KEPT:]
-    ledger.set_kv(REFUSED_KEY, json.dumps({"items": items, "total": int(data.get("total", 0)) + len(rows),
-                                           "last": time.time()}))
+    return json.dumps({"items": items, "total": int(data.get("total", 0)) + len(rows), "last": time.time()})
 
 
 @dataclass(frozen=True)
@@ -96,36 +100,6 @@ class Screened:
     entries: dict[str, Entry]  # the tree to commit, path -> entry
     refused: list[Refusal] = field(default_factory=list)
     changed: bool = False  # entries differ from the candidate the screen was given
-
-
-def tree_entries(repo: GitRepo, tree: str | None) -> dict[str, Entry]:
-    """Every file entry of ``tree`` (blobs, links, gitlinks), read as objects: no index involved."""
-    if not tree:
-        return {}
-    out = repo.run("ls-tree", "-r", "-z", "--full-tree", tree, strip=False)
-    entries: dict[str, Entry] = {}
-    for item in out.split("\0"):
-        if not item:
-            continue
-        info, _, path = item.partition("\t")
-        mode, _kind, blob = info.split()
-        entries[path] = (mode, blob)
-    return entries
-
-
-def blob_sizes(repo: GitRepo, blobs: Iterable[str]) -> dict[str, int]:
-    """Sizes of many objects in one ``git cat-file --batch-check`` (nothing read into memory)."""
-    unique = sorted(set(blobs))
-    if not unique:
-        return {}
-    proc = subprocess.run(["git", "cat-file", "--batch-check"], cwd=repo.root, capture_output=True, check=True,
-                          input="\n".join(unique).encode() + b"\n")
-    sizes = {}
-    for line in proc.stdout.decode().splitlines():
-        parts = line.split()
-        if len(parts) == 3 and parts[2].isdigit():
-            sizes[parts[0]] = int(parts[2])
-    return sizes
 
 
 def git_path_ok(path: str) -> bool:
@@ -360,9 +334,7 @@ class Screen:
                              "macOS and Windows)", final[path][1])
 
     def _store(self, data: bytes) -> str:
-        proc = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=self.repo.root, input=data,
-                              capture_output=True, check=True)
-        return proc.stdout.decode().strip()
+        return write_blob(self.repo, data)
 
 
 def remote_ticks_undone(text: str, ours: str, guarded: frozenset[str]) -> tuple[str, list[str]]:
@@ -402,21 +374,3 @@ def remote_removals_undone(text: str, ours: str, guarded: frozenset[str]) -> tup
 # An item or option line's answer box and id (wiki/reviewfile.py's format: "- [x] … ^id[-key]").
 _ANSWER_RE = re.compile(r"^[ \t]*[-*+][ \t]*\[(?P<mark>[^\]\n]{0,3})\].*?[ \t]+\^(?P<id>[a-z][a-z0-9-]*?-[0-9a-f]{10})"
                         r"(?:-[a-z][a-z0-9]{0,7})?[ \t]*$")
-
-
-def build_tree(repo: GitRepo, entries: dict[str, Entry], index_file: Path) -> str:
-    """A tree of exactly ``entries`` from an empty scratch index (never a read-tree of a remote tree)."""
-    index_file.unlink(missing_ok=True)
-    env = {**os.environ, **repo._env, "GIT_INDEX_FILE": str(index_file)}
-    env.pop("GIT_OPTIONAL_LOCKS", None)
-    lines = "".join(f"{mode} {blob}\t{path}\0" for path, (mode, blob) in sorted(entries.items())
-                    if git_path_ok(path))
-    try:
-        proc = subprocess.run(["git", "update-index", "--add", "-z", "--index-info"], cwd=repo.root, env=env,
-                              input=lines.encode("utf-8", "surrogateescape"), capture_output=True)
-        if proc.returncode != 0:
-            raise WikiwrightError(f"sync could not build the merged tree: {proc.stderr.decode(errors='replace')}")
-        return repo.run("write-tree", env={"GIT_INDEX_FILE": str(index_file)})
-    finally:
-        index_file.unlink(missing_ok=True)
-

@@ -55,7 +55,6 @@ from ..wiki.reviewfile import (
     Proposal,
     ReviewLine,
     ReviewStore,
-    add_proposals,
     answers,
     line_with_note,
     parse_review,
@@ -70,8 +69,8 @@ from ..wiki.writer import PageChange
 
 log = logging.getLogger(__name__)
 
-__all__ = ["HEADER", "HELD_BACK", "Item", "Proposal", "ReviewJobs", "ReviewQueue", "ReviewStore", "add_proposals",
-           "finding_proposal", "parse_review", "proposal", "suppressed_ids"]
+__all__ = ["HEADER", "HELD_BACK", "Item", "Proposal", "ReviewJobs", "ReviewQueue", "ReviewStore", "finding_proposal",
+           "parse_review", "proposal", "suppressed_ids"]
 
 
 def finding_proposal(finding: Finding) -> Proposal:

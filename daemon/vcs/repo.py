@@ -90,6 +90,11 @@ _NO_AUTO_GC = {"GIT_CONFIG_COUNT": "2", "GIT_CONFIG_KEY_0": "gc.auto", "GIT_CONF
 GC_WAIT_SECONDS = 300.0
 
 
+# Told just before HEAD moves: (old HEAD or None, the new commit, the person's-index entries
+# still to record: path -> blob id, None for removed).
+BeforeMove = Callable[[str | None, str, Mapping[str, str | None]], None]
+
+
 class GitRepo:
     def __init__(
         self,
@@ -209,16 +214,17 @@ class GitRepo:
             return "HEAD is detached in the vault's git repository; check out a branch to resume commits"
         return None
 
-    def commit_person_edits(self, paths: Sequence[str]) -> str | None:
+    def commit_person_edits(self, paths: Sequence[str], before_move: BeforeMove | None = None) -> str | None:
         """Commit a person's uncommitted edits to ``paths`` under their own git identity.
 
         Called before the daemon changes those files, so history shows who wrote what. Only
         paths whose content differs from HEAD are committed (exactly the bytes read here); the
         person's other work is not touched.
         """
-        return self.commit_person_contents({rel: self.read_worktree(rel) for rel in dict.fromkeys(paths)})
+        return self.commit_person_contents({rel: self.read_worktree(rel) for rel in dict.fromkeys(paths)}, before_move)
 
-    def commit_person_contents(self, contents: Mapping[str, bytes | None]) -> str | None:
+    def commit_person_contents(self, contents: Mapping[str, bytes | None],
+                               before_move: BeforeMove | None = None) -> str | None:
         """Commit these bytes (read from the person's files) where they differ from HEAD, as theirs."""
         head = self.head_blobs(list(contents))
         changed = {rel: data for rel, data in contents.items()
@@ -227,7 +233,7 @@ class GitRepo:
             return None
         return self.commit_contents(
             changed, "edit: your changes to " + ", ".join(changed),
-            {"Wikiwright-Operation": OpKind.USER_EDIT.value}, author=self.user_identity(),
+            {"Wikiwright-Operation": OpKind.USER_EDIT.value}, author=self.user_identity(), before_move=before_move,
         )
 
     def user_identity(self) -> tuple[str, str]:
@@ -320,10 +326,11 @@ class GitRepo:
         trailers: Mapping[str, str],
         body: str = "",
         author: tuple[str, str] | None = None,
+        before_move: BeforeMove | None = None,
     ) -> str | None:
         """Commit these bytes at these paths (None: the path is removed); None if nothing changed."""
         stored = {rel: self.store_bytes(data) if data is not None else None for rel, data in contents.items()}
-        return self.commit_blobs(stored, subject, trailers, body, author)
+        return self.commit_blobs(stored, subject, trailers, body, author, before_move)
 
     def commit_blobs(
         self,
@@ -332,12 +339,15 @@ class GitRepo:
         trailers: Mapping[str, str],
         body: str = "",
         author: tuple[str, str] | None = None,
+        before_move: BeforeMove | None = None,
     ) -> str | None:
         """Commit HEAD's tree with ``entries`` (path -> blob id already stored, None: removed).
 
         Never reads the working tree: the commit holds exactly the blobs given, whatever a
         person saves meanwhile. Raises CommitPaused when the repository is busy or in a state
-        we must not commit in.
+        we must not commit in. ``before_move(head, commit, index)``, when given, is told the
+        HEAD move and the person's-index entries still to record just before HEAD moves (the
+        door journals them); without it they are named in ``git-index.pending``.
         """
         if not entries:
             return None
@@ -352,13 +362,14 @@ class GitRepo:
         for _attempt in range(5):
             head = self.head()
             try:
-                return self._commit_on(head, dict(entries), message, env)
+                return self._commit_on(head, dict(entries), message, env, before_move)
             except _HeadMoved:
                 continue
         raise CommitPaused("HEAD kept moving while committing (another git process is committing)")
 
     def _commit_on(
-        self, head: str | None, entries: dict[str, str | None], message: str, env: Mapping[str, str] | None
+        self, head: str | None, entries: dict[str, str | None], message: str, env: Mapping[str, str] | None,
+        before_move: BeforeMove | None = None,
     ) -> str | None:
         """Commit ``head``'s tree plus ``entries``, move HEAD from ``head``, sync the person's index.
 
@@ -385,9 +396,12 @@ class GitRepo:
         commit = self.run("commit-tree", tree, *parents, env=env, input=message.encode("utf-8"))
         subject = message.split("\n", 1)[0]
         # Named before HEAD moves: a crash before the person's index catches up is finished by
-        # finish_index_sync (the next commit or the door's recovery), never left as a stale index.
-        self.pending_sync.write_text("".join(f"{blob or '-'} {rel}\n" for rel, blob in entries.items()),
-                                     encoding="utf-8", errors="surrogateescape")
+        # the door's recovery (its journal) or finish_index_sync, never left as a stale index.
+        if before_move is not None:
+            before_move(head, commit, entries)
+        else:
+            self.pending_sync.write_text("".join(f"{blob or '-'} {rel}\n" for rel, blob in entries.items()),
+                                         encoding="utf-8", errors="surrogateescape")
         try:
             self.run("update-ref", "-m", f"commit: {subject}", "HEAD", commit, head or "")
         except git.GitCommandError as exc:
@@ -405,12 +419,17 @@ class GitRepo:
             rows = self.pending_sync.read_text(encoding="utf-8", errors="surrogateescape").splitlines()
         except FileNotFoundError:
             return
-        wanted = {rel: (None if blob == "-" else blob) for blob, _, rel in (row.partition(" ") for row in rows) if rel}
+        self.finish_index_entries({rel: (None if blob == "-" else blob)
+                                   for blob, _, rel in (row.partition(" ") for row in rows) if rel})
+        self.pending_sync.unlink(missing_ok=True)
+
+    def finish_index_entries(self, wanted: Mapping[str, str | None]) -> None:
+        """The paths whose blob in HEAD is the one a commit wrote (``wanted``) get it in the
+        person's index too (after a crash between moving HEAD and updating that index)."""
         head = self.head_blobs(list(wanted))
         landed = {rel: blob for rel, blob in wanted.items() if head.get(rel) == blob}
         if landed:
             self._sync_person_index(landed, self._modes(list(landed)))
-        self.pending_sync.unlink(missing_ok=True)
 
     def _modes(self, paths: list[str]) -> dict[str, str]:
         """An executable file stays one (its mode as on disk); everything else is 100644."""

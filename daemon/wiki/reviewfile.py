@@ -1,13 +1,15 @@
-"""REVIEW.md, its one writer: the format, the stable ids, parsing answers, and the proposal store.
+"""REVIEW.md: the format, the stable ids, parsing answers, and the proposal store.
 
-Usage (every room that proposes something to a person goes through here)::
+Its one writer is the door (``op.propose`` and ``op.edit_file("REVIEW.md", …)``, with the
+text functions here: :func:`insert_lines`, :func:`replace_line`, :func:`render_lines`), so
+every change to it is journaled, compare-and-swapped and committed like any other::
 
-    from ..wiki.reviewfile import Option, Proposal, add_proposals, proposal
+    from ..wiki.reviewfile import Option, Proposal, proposal
 
     p = proposal("held-back", "`raw/x.md` → [[page]]: reason — proposed …",
                  pages=["page"], fix={"action": "apply-op", ...}, facts={...})
-    add_proposals(vault, "held-back", [p])        # writes REVIEW.md (not committed) + the store
-    # then commit REVIEW.md in your own operation (door op.add_paths(["REVIEW.md"]))
+    op.propose("held-back", [p])                   # REVIEW.md in the operation's commit, the
+                                                   # store's row made after it (journaled)
 
     answers = read_answers(vault, store)           # what a person ticked, for upkeep/review.py
 
@@ -40,7 +42,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..core.fsutil import atomic_replace_if
 from ..core.locks import vault_write_lock
 from ..core.secrets import redact
 from ..core.sqlitedb import Schema, migrate, open_db
@@ -207,10 +208,6 @@ def read_review(vault: Vault) -> ReviewText:
     return decode(data)
 
 
-def _encode(text: str) -> bytes:
-    return text.encode("utf-8", errors="surrogateescape")
-
-
 # -- rendering and editing ---------------------------------------------------------------------
 
 def render_lines(item: Proposal) -> list[str]:
@@ -257,31 +254,6 @@ def replace_line(text: str, item_id: str, make: Callable[[ReviewLine], str]) -> 
 def review_lock(vault: Vault) -> contextlib.AbstractContextManager[None]:
     """One writer of REVIEW.md (and of pages and commits) at a time: the vault's write lock."""
     return vault_write_lock(vault.state)
-
-
-def edit_review(vault: Vault, mutate: Callable[[str], str]) -> bool:
-    """Apply ``mutate`` to REVIEW.md's text and install it by compare-and-swap; True if it changed.
-
-    The new text is installed only while the file still holds the text it was made from
-    (:func:`atomic_replace_if`: no window between that check and the install); if a person
-    saved meanwhile, their version stays and the edit is redone on their text, so their
-    words are never overwritten. Bytes that are not UTF-8 go through unchanged.
-    """
-    path = vault.review_file
-    with review_lock(vault):
-        for _ in range(10):
-            before = read_review(vault).text
-            after = mutate(before if before is not None else HEADER)
-            if after == before:
-                return False
-            if atomic_replace_if(path, _encode(after), _encode(before) if before is not None else None):
-                return True
-    log.warning("REVIEW.md kept changing while wikiwright tried to update it; will try again later")
-    return False
-
-
-def mark_line(vault: Vault, item_id: str, make: Callable[[ReviewLine], str]) -> bool:
-    return edit_review(vault, lambda text: replace_line(text, item_id, make))
 
 
 def struck(note: str) -> Callable[[ReviewLine], str]:
@@ -388,59 +360,6 @@ def suppressed_ids(vault: Vault) -> set[str]:
         return store.ids(SUPPRESSED_STATES)
     finally:
         store.close()
-
-
-# -- adding proposals ---------------------------------------------------------------------------
-
-def add_proposals(vault: Vault, kind: str, items: Iterable[Proposal | Mapping[str, Any]],
-                  store: ReviewStore | None = None) -> list[str]:
-    """Add proposals of one ``kind`` to REVIEW.md; returns the ids that were new.
-
-    ``items`` are :class:`Proposal` objects or mappings with ``description`` (one line, may
-    hold ``[[links]]``), optional ``pages``, optional ``facts`` (what makes the proposal the
-    same one next time; default: description and pages), optional ``options`` and optional
-    ``fix``: ``{}`` (ticking only acknowledges), or an action upkeep/review.py knows
-    (``write-page``, ``apply-op``, ``resolve-conflict``, …). An id seen before, whatever its
-    answer, is never added again. Writes REVIEW.md but does not commit it: include
-    ``REVIEW.md`` in your own commit's paths.
-    """
-    proposals = []
-    for raw in items:
-        if isinstance(raw, Proposal):
-            proposals.append(raw if raw.kind == kind else Proposal(raw.id, kind, raw.description, raw.pages, raw.fix,
-                                                                    raw.options, raw.heading))
-        else:
-            proposals.append(proposal(kind, str(raw["description"]), raw.get("pages", ()), raw.get("fix"),
-                                      raw.get("facts"), raw.get("options", ()), str(raw.get("heading", ""))))
-    own = store is None
-    db = store or ReviewStore(vault.db_path)
-    try:
-        with review_lock(vault):
-            new = [p for p in proposals if db.get(p.id) is None]
-            new = list({p.id: p for p in new}.values())
-            if not new:
-                return []
-            by_heading: dict[str, list[Proposal]] = {}
-            for p in new:
-                by_heading.setdefault(heading_of(p), []).append(p)
-
-            def mutate(text: str) -> str:
-                present = parse_review(text)
-                for heading, group in by_heading.items():
-                    lines = [row for p in group if p.id not in present for row in render_lines(p)]
-                    if lines:
-                        text = insert_lines(text, heading, lines)
-                return text
-
-            edit_review(vault, mutate)
-            # The file first, then the table: a crash in between leaves a line the next run
-            # adopts (it is already in the file), never an "open" item with no line.
-            for p in new:
-                db.add(p)
-            return [p.id for p in new]
-    finally:
-        if own:
-            db.close()
 
 
 # -- reading answers ----------------------------------------------------------------------------
