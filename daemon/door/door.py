@@ -54,14 +54,13 @@ from ..wiki import reviewfile
 from ..wiki.catalog import Catalog
 from ..wiki.index import (
     SUB_PREFIX,
-    appended_log,
     block_of,
     empty_page,
-    log_entry,
     render_index,
     splice_index,
     sub_index_page,
 )
+from ..wiki.logfile import ARCHIVE_FOLDER, appended_log, log_entry, plan_archive
 from ..wiki.writer import Conflict, PageChange, WriteOutcome
 from .journal import FileChange, Journal, JournalEntry
 
@@ -584,6 +583,10 @@ class Operation:
             return
         entry = log_entry(self.kind.value, self.title, self.details, self.today)
         self.edit_file(LOG_PAGE, lambda text: appended_log(text, entry))
+        archive = plan_archive(self.read_file(LOG_PAGE), self.vault.wiki / ARCHIVE_FOLDER)
+        if archive is not None:  # log.md over its bound: its oldest entries move, written once (wiki/logfile.py)
+            self.edit_file(archive.rel, lambda _text: archive.text)
+            self.edit_file(LOG_PAGE, archive.trim)
         crash_point("door-after-log")
         trailers = {"Wikiwright-Operation": self.kind.value, **self.trailers}
         pages = sorted({*self.outcome.written, *self.outcome.unchanged, *self.deleted})

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from ..core.sqlitedb import Schema, open_db
 from ..core.vault import Vault
+from ..core.vaultpaths import is_log_file
 from ..wiki.pages import FrontMatterError, link_key, parse_claims, parse_page
 
 log = logging.getLogger(__name__)
@@ -180,6 +181,12 @@ def claim_terms(text: str) -> set[str]:
     return found
 
 
+def _is_log_archive(name: str) -> bool:
+    """log.md's archives (wiki/log/2026-12.md) are history, not pages: no row, no search hit,
+    no index.md line (log.md itself keeps its row, as a special page)."""
+    return name.startswith("log/") and is_log_file(f"wiki/{name}.md")
+
+
 class Catalog:
     def __init__(self, vault: Vault) -> None:
         self.vault = vault
@@ -229,9 +236,12 @@ class Catalog:
                 if entry.is_dir(follow_symlinks=False):
                     stack.append(entry.path)
                 elif entry.name.endswith(".md") and entry.is_file(follow_symlinks=False):
-                    st = entry.stat(follow_symlinks=False)
                     rel = entry.path[cut:-3]
-                    found[rel.replace(os.sep, "/") if os.sep != "/" else rel] = (st.st_size, st.st_mtime_ns)
+                    rel = rel.replace(os.sep, "/") if os.sep != "/" else rel
+                    if _is_log_archive(rel):
+                        continue
+                    st = entry.stat(follow_symlinks=False)
+                    found[rel] = (st.st_size, st.st_mtime_ns)
         return found
 
     def refresh(self, names: list[str] | None = None, *, scanned: dict[str, tuple[int, int]] | None = None,
@@ -251,6 +261,8 @@ class Catalog:
             else:
                 on_disk = {}
                 for name in names:
+                    if _is_log_archive(name):
+                        continue
                     path = self.vault.wiki / f"{name}.md"
                     try:
                         st = path.lstat()

@@ -1,18 +1,16 @@
-"""index.md and log.md, built by code from the catalogue, never written by the model.
+"""index.md (and log.md's first text), built by code from the catalogue, never written by the model.
 
 index.md lists every page, one line each with its summary, grouped by type. It stays small
 enough to read at a glance (and to load whole into a prompt): when the whole list does not fit
 its budget, the largest groups move to a page of their own (``index-sources.md``, …), each
 complete, linked from index.md — never "… and N more". index.md and those pages keep whatever a
-person writes outside the generated block; log.md is append-only: one
-``## [YYYY-MM-DD] kind | Title`` entry per operation.
+person writes outside the generated block. (log.md's entries and archives: wiki/logfile.py.)
 """
 
 from __future__ import annotations
 
 import functools
 from collections import defaultdict
-from datetime import date
 
 from ..wiki.catalog import PageEntry
 from ..wiki.pages import Page, render_page
@@ -198,21 +196,3 @@ def block_of(text: str) -> str:
     if start == -1 or end < start:
         return ""
     return text[start : end + len(INDEX_END)]
-
-
-def log_entry(kind: str, title: str, details: list[str], when: date | None = None) -> str:
-    """One log.md entry: ``## [YYYY-MM-DD] kind | Title`` and its detail lines."""
-    day = (when or date.today()).isoformat()
-    # A title or a file name in a detail line is data: one line each, through the sanitizer,
-    # so a name cannot add entries (or markup) to log.md.
-    safe_title = clean_line(title).text or "(untitled)"
-    return f"\n## [{day}] {kind} | {safe_title}\n" + "".join(f"- {clean_line(d).text}\n" for d in details)
-
-
-def appended_log(current: str | None, entry: str) -> str:
-    """log.md's text with ``entry`` appended (the first entry starts the file)."""
-    text = current if current is not None else empty_page("log")
-    if text and not text.endswith("\n"):
-        text += "\n"
-    return text + entry
-

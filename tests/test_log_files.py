@@ -1,0 +1,98 @@
+"""log.md bounded, its older entries in archives written once (issue 24: cost flat in the
+vault's size): real door operations, real git, the real doctor and lint."""
+
+from __future__ import annotations
+
+import re
+from datetime import date
+from pathlib import Path
+
+from wikiwright.core.vaultpaths import is_log_file
+from wikiwright.upkeep.lint import run_lint
+from wikiwright.wiki.logfile import MAX_LOG_BYTES, MAX_LOG_ENTRIES
+
+from tests.conftest import Services
+from tests.fault_tools import assert_doctor_green
+from tests.helpers import git
+
+HEADING = re.compile(r"^## \[(\d{4}-\d{2}-\d{2})\] lint \| (operation \d+)$", re.MULTILINE)
+# A detail line of ~1 KB: log.md passes its byte bound after ~45 entries, so a few archives
+# are written by a hundred operations (an ingest's entry is smaller; the rule is the same).
+DETAIL = "pages written: " + ", ".join(f"[[page-{n}]]" for n in range(70))
+
+
+def _operations(services: Services, days: list[date]) -> list[str]:
+    door = services.pipeline.door
+    titles = []
+    for n, day in enumerate(days):
+        with door.operation("lint", f"operation {n}", today=day) as op:
+            op.always_log = True
+            op.details.append(DETAIL)
+        titles.append(f"operation {n}")
+    return titles
+
+
+def _in_order(root: Path) -> list[str]:
+    """Every entry title, archives first (in the order log.md's links walk back), then log.md."""
+    log_md = (root / "wiki" / "log.md").read_text()
+    chain: list[str] = []
+    found = re.search(r"^Older entries.*?\[\[log/([^\]]+)\]\]", log_md, re.MULTILINE)
+    name = found.group(1) if found else ""
+    while name:
+        chain.append(name)
+        text = (root / "wiki" / "log" / f"{name}.md").read_text()
+        before = re.search(r"Before these: \[\[log/([^\]]+)\]\]", text)
+        name = before.group(1) if before else ""
+    texts = [(root / "wiki" / "log" / f"{n}.md").read_text() for n in reversed(chain)] + [log_md]
+    return [m.group(2) for text in texts for m in HEADING.finditer(text)]
+
+
+def test_log_md_stays_bounded_and_each_archive_is_written_once(services: Services) -> None:
+    root = services.vault.root
+    days = [date(2031, 1, 20)] * 60 + [date(2031, 2, 1)] * 110
+    titles = _operations(services, days)
+
+    # Nothing lost, nothing twice, in order: walking back from log.md's newest link reaches the first entry.
+    assert _in_order(root) == titles
+    archives = sorted(p.name for p in (root / "wiki" / "log").glob("*.md"))
+    assert {"2031-01.md", "2031-02.md", "2031-02-2.md"} <= set(archives), archives
+    for name in archives:  # a month's archive holds that month's entries only
+        assert set(re.findall(r"^## \[(\d{4}-\d{2})", (root / "wiki" / "log" / name).read_text(), re.MULTILINE)) \
+            == {name[:7]}
+
+    # Each archive is in exactly one commit (written once, whole, never rewritten) ...
+    for name in archives:
+        assert len(git(root, "log", "--format=%H", "--", f"wiki/log/{name}").split()) == 1, name
+    # ... and log.md never held more than its bound plus one entry, so one entry never rewrites a growing file.
+    sizes = [int(git(root, "cat-file", "-s", f"{sha}:wiki/log.md"))
+             for sha in git(root, "log", "--format=%H", "--", "wiki/log.md").split()]
+    assert max(sizes) < MAX_LOG_BYTES + 3 * len(DETAIL), max(sizes)
+    assert len(HEADING.findall((root / "wiki" / "log.md").read_text())) <= MAX_LOG_ENTRIES
+    assert git(root, "status", "--porcelain").strip() == ""
+
+    # History, not pages: no catalogue row, no search hit, no index.md line, no lint finding.
+    services.catalog.refresh()
+    names = [e.name for e in services.catalog.entries()]
+    assert not [n for n in names if n.startswith("log/")], names
+    assert not [h for h in services.catalog.search("operation") if h.name.startswith("log/")]
+    assert "2031-01" not in (root / "wiki" / "index.md").read_text()
+    findings = run_lint(services.vault, services.config.lint, services.catalog).findings
+    assert not [f for f in findings if "log/" in f.page or "2031-0" in f.message], findings
+    assert all(is_log_file(f"wiki/log/{name}") for name in archives)
+    assert_doctor_green(root)
+
+
+def test_a_persons_line_in_log_md_moves_with_its_entry(services: Services) -> None:
+    """A person's note under an old entry goes to the archive with it: moved, not removed (doctor)."""
+    root = services.vault.root
+    _operations(services, [date(2031, 3, 1)] * 3)
+    log_md = root / "wiki" / "log.md"
+    text = log_md.read_text()
+    log_md.write_text(text.replace("operation 1\n", "operation 1\n- the person's note on this one\n"))
+    _operations(services, [date(2031, 3, 2)] * 60)
+    archive = (root / "wiki" / "log" / "2031-03.md").read_text()
+    assert "operation 1\n" in archive and "the person's note on this one" in archive
+    assert "the person's note on this one" not in log_md.read_text()
+    authors = git(root, "log", "--format=%an", "--", "wiki/log.md").split("\n")
+    assert "Test Person" in authors, authors  # their line was theirs: the doctor below had to judge its move
+    assert_doctor_green(root)
