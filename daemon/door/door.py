@@ -56,7 +56,7 @@ from ..wiki.index import (
     SUB_PREFIX,
     block_of,
     empty_page,
-    render_index,
+    index_builder,
     splice_index,
     sub_index_page,
 )
@@ -546,7 +546,7 @@ class Operation:
         self._extra += [rel for rel in rels if rel not in self._extra]
 
     def rebuild_index(self) -> None:
-        """Rebuild index.md at the end even if no page changed."""
+        """Rebuild index.md at the end from every catalogue entry, even if no page changed."""
         self._index_wanted = True
 
     def ledger_after_commit(self, method: str, *args: Any) -> None:
@@ -622,8 +622,9 @@ class Operation:
 
     def _write_index(self) -> None:
         door = self.door
-        entries = door.catalog.entries()
-        block, groups = render_index(entries)
+        # From the pages whose catalogue rows changed since the last commit (wiki/index.py);
+        # rebuild_index() asks for every entry read again.
+        block, groups = index_builder(door.catalog).render(full=self._index_wanted)
         self._write_group_indexes(groups)
         last = door.ledger.page_blob("index")
         previous = block_of(door.repo.blob_text(last) or "") if last else ""

@@ -76,12 +76,20 @@ CREATE TABLE IF NOT EXISTS statement_terms (
 );
 CREATE INDEX IF NOT EXISTS statement_terms_term ON statement_terms(term);
 CREATE INDEX IF NOT EXISTS statement_terms_page ON statement_terms(page);
+-- Every page row changed (added, updated, removed), in order, by any process: what a reader
+-- keeping something built from the rows (index.md's groups, wiki/index.py) must look at again.
+CREATE TABLE IF NOT EXISTS page_changes (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    name TEXT NOT NULL
+);
 """
 # Bumped when a table above is added: an older catalogue is rebuilt once (it is a cache).
 # 2: claim terms read camelCase and abbreviations; 3: what a claim is about (issue 22);
 # 4: pages_fts rows found by rowid, links resolved by index (issue 24: cost flat in the wiki's size)
-CATALOG_VERSION = 4
-SCHEMA_VERSION = 2  # 2: pages.fts_rowid, pages.link_key, page_names
+# 5: page_changes (index.md updated from the pages that changed)
+CATALOG_VERSION = 5
+SCHEMA_VERSION = 3  # 2: pages.fts_rowid, pages.link_key, page_names; 3: page_changes
+KEPT_CHANGES = 5000  # page_changes rows kept; a reader further behind builds again from every row
 _STATEMENT_RE = re.compile(r"^- `(?P<key>[^`\n]+)`: .*? — “(?P<quote>.*)”\s*$", re.MULTILINE)
 MAX_ABOUT_TERMS = 16  # words of a quoted sentence kept for a claim (its subject, not its every word)
 _WORD_RE = re.compile(r"\w+", re.UNICODE)
@@ -287,6 +295,10 @@ class Catalog:
                         continue
                     self._index_page(name, stat, None if old is None else old[1])
                     changed.append(name)
+                if changed:
+                    self._db.executemany("INSERT INTO page_changes(name) VALUES (?)", [(n,) for n in changed])
+                    self._db.execute("DELETE FROM page_changes WHERE seq <= "
+                                     "(SELECT max(seq) FROM page_changes) - ?", (KEPT_CHANGES,))
             if changed:
                 self._update_phrases(changed)
             return changed
@@ -390,6 +402,21 @@ class Catalog:
         # Most pages have no aliases: skip the JSON parser for those (10,000 pages per ingest).
         return [PageEntry(r[0], r[1], r[2], r[3], () if r[4] == "[]" else tuple(json.loads(r[4])), r[5])
                 for r in rows]
+
+    def changes_since(self, seq: int) -> tuple[int, list[str]] | None:
+        """The newest change number and the pages whose rows changed after change ``seq``, by
+        any process (None: ``seq`` is older than the changes kept; read every entry again).
+        ``changes_since(-1)`` gives the current number."""
+        with self._lock:
+            newest, oldest = self._db.execute("SELECT max(seq), min(seq) FROM page_changes").fetchone()
+            if seq < 0:
+                return int(newest or 0), []
+            if newest is None or newest <= seq:
+                return (seq if newest is None else int(newest)), []
+            if seq < int(oldest) - 1:
+                return None
+            rows = self._db.execute("SELECT DISTINCT name FROM page_changes WHERE seq > ?", (seq,)).fetchall()
+        return int(newest), sorted(str(r[0]) for r in rows)
 
     def get(self, name: str) -> PageEntry | None:
         with self._lock:
@@ -592,6 +619,7 @@ class Catalog:
             self._db.execute("DELETE FROM claims")
             self._db.execute("DELETE FROM claim_terms")
             self._db.execute("DELETE FROM statement_terms")
+            self._db.execute("DELETE FROM page_changes")
         self.refresh()
         return self.count()
 
