@@ -408,7 +408,9 @@ class Catalog:
         any process (None: ``seq`` is older than the changes kept; read every entry again).
         ``changes_since(-1)`` gives the current number."""
         with self._lock:
-            newest, oldest = self._db.execute("SELECT max(seq), min(seq) FROM page_changes").fetchone()
+            # Two statements: SQLite reads a lone max() or min() off the key, both at once by a scan.
+            newest = self._db.execute("SELECT max(seq) FROM page_changes").fetchone()[0]
+            oldest = self._db.execute("SELECT min(seq) FROM page_changes").fetchone()[0]
             if seq < 0:
                 return int(newest or 0), []
             if newest is None or newest <= seq:
