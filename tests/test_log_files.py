@@ -96,3 +96,23 @@ def test_a_persons_line_in_log_md_moves_with_its_entry(services: Services) -> No
     authors = git(root, "log", "--format=%an", "--", "wiki/log.md").split("\n")
     assert "Test Person" in authors, authors  # their line was theirs: the doctor below had to judge its move
     assert_doctor_green(root)
+
+
+def test_a_long_log_md_from_before_archives_is_moved_out_a_run_per_operation(services: Services) -> None:
+    """A vault whose log.md grew whole for months (an earlier release): each operation moves one
+    run of its oldest entries out, until log.md is within its bound; every entry kept, in order."""
+    root = services.vault.root
+    log_md = root / "wiki" / "log.md"
+    old = [f"operation {n}" for n in range(450)]
+    log_md.write_text(log_md.read_text() + "".join(
+        f"\n## [2030-0{1 + n // 150}-10] lint | {title}\n- {DETAIL[:300]}\n" for n, title in enumerate(old)))
+    git(root, "add", "wiki/log.md")
+    git(root, "-c", "user.name=wikiwright", "-c", "user.email=wikiwright@localhost", "commit", "-q", "-m",
+        "ingest: an earlier release's log")
+    assert _operations(services, [date(2031, 4, 1)] * 8)
+    assert _in_order(root) == [*old, *[f"operation {n}" for n in range(8)]]
+    assert len(HEADING.findall(log_md.read_text())) <= MAX_LOG_ENTRIES
+    assert len(log_md.read_bytes()) < MAX_LOG_BYTES + 4096
+    archives = sorted(p.name for p in (root / "wiki" / "log").glob("*.md"))
+    assert {"2030-01.md", "2030-02.md", "2030-03.md"} <= set(archives), archives
+    assert_doctor_green(root)
