@@ -210,6 +210,9 @@ class Catalog:
                     self._db.execute(f"DELETE FROM {table}")
             self._db.executescript(_SCHEMA)
             with self._db:
+                # Emptied, not dropped: change numbers go on from where they were, so a reader of
+                # the log (another process's index builder) sees it was cut and builds again.
+                self._db.execute("DELETE FROM page_changes")
                 self._db.execute(f"PRAGMA user_version={CATALOG_VERSION}")
         self._phrases: dict[tuple[str, ...], set[str]] | None = None
         self._phrases_of: dict[str, list[tuple[str, ...]]] = {}
@@ -413,10 +416,12 @@ class Catalog:
             oldest = self._db.execute("SELECT min(seq) FROM page_changes").fetchone()[0]
             if seq < 0:
                 return int(newest or 0), []
-            if newest is None or newest <= seq:
-                return (seq if newest is None else int(newest)), []
-            if seq < int(oldest) - 1:
-                return None
+            if newest is None or newest < seq or seq < int(oldest) - 1:
+                # Emptied or started again (a rebuilt catalogue), or the reader is further behind
+                # than the changes kept: what it built must be built again.
+                return None if seq or newest is not None else (0, [])
+            if newest == seq:
+                return seq, []
             rows = self._db.execute("SELECT DISTINCT name FROM page_changes WHERE seq > ?", (seq,)).fetchall()
         return int(newest), sorted(str(r[0]) for r in rows)
 
