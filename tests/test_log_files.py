@@ -4,19 +4,25 @@ vault's size): real door operations, real git, the real doctor and lint."""
 from __future__ import annotations
 
 import re
+import shutil
 from collections import Counter
 from datetime import date
 from pathlib import Path
 
 import pytest
+from wikiwright.core.config import load_config
+from wikiwright.core.vault import Vault
 from wikiwright.core.vaultpaths import is_log_file
 from wikiwright.door.door import Door
+from wikiwright.door.init import init_vault
 from wikiwright.upkeep.lint import run_lint
-from wikiwright.wiki.logfile import MAX_LOG_BYTES, MAX_LOG_ENTRIES
+from wikiwright.wiki.logfile import MAX_LOG_BYTES, MAX_LOG_ENTRIES, appended_log, log_entry, plan_archive
 
 from tests.conftest import Services
 from tests.fault_tools import assert_doctor_green
 from tests.helpers import git
+from tests.test_door_crash import POINTS as CRASH_POINTS
+from tests.test_door_crash import _run
 from tests.test_sync import Machine, two_machines
 
 HEADING = re.compile(r"^## \[(\d{4}-\d{2}-\d{2})\] lint \| (operation \d+)$", re.MULTILINE)
@@ -172,3 +178,40 @@ def test_an_archive_both_machines_wrote_holds_their_shared_entries_once(tmp_path
     finally:
         a.close()
         b.close()
+
+
+def test_a_crash_anywhere_in_an_archiving_operation_loses_and_doubles_no_entry(tmp_path: Path) -> None:
+    """SIGKILL at every crash point of the operation that moves entries to an archive (a forked
+    child, as the door's crash sweep does), then the restart: each entry once, the archive committed."""
+    base = tmp_path / "base"
+    init_vault(base, "wikiwright", "wikiwright@localhost")
+    door = Door.open(load_config(base), Vault(base))
+    entry = log_entry("lint", "operation 99", [DETAIL], date(2031, 6, 2))
+    count = 0
+    try:  # up to where one more entry passes log.md's byte bound
+        while plan_archive(appended_log((base / "wiki" / "log.md").read_text(), entry), base / "wiki" / "log") is None:
+            _log_operations(door, count, 1, date(2031, 6, 1))
+            count += 1
+    finally:
+        door.close()
+    assert not (base / "wiki" / "log").exists()
+
+    def operation(root: Path) -> None:
+        with Door.open(load_config(root), Vault(root)) as door:
+            _log_operations(door, count, 1, date(2031, 6, 2))
+
+    crashed = 0
+    for point in CRASH_POINTS:
+        root = tmp_path / point
+        shutil.copytree(base, root, symlinks=True)
+        if _run(operation, root, point):
+            crashed += 1
+            Door.open(load_config(root), Vault(root)).close()  # the restart: recovery
+            if f"lint: operation {count}" not in git(root, "log", "--format=%s"):
+                operation(root)  # it had not committed: done again
+        assert _entry_counts(root) == Counter(f"operation {n}" for n in range(count + 1)), point
+        assert git(root, "status", "--porcelain", "--untracked-files=all", "--", "wiki").strip() == "", point
+        on_disk = sorted(f"wiki/log/{p.name}" for p in (root / "wiki" / "log").glob("*.md"))
+        assert on_disk and git(root, "ls-files", "wiki/log").split() == on_disk, point  # committed, once
+        shutil.rmtree(root)
+    assert crashed >= 4
