@@ -11,7 +11,8 @@ some), so concept and entity pages gain a citing source with nearly every ingest
 bulk import of one project's notes. Each note is dropped into raw/ and ingested at once by the
 real pipeline (offline engine, door, git commits), one worker, in process. Per source it
 records the CPU time of this process (time.process_time: the planner, catalogue, door) and of
-the child processes it waited for (git, the extraction worker), and wall time.
+the child processes it waited for (git, the extraction worker), and wall time; for the first
+and last windows, after the timed part, the bytes of git objects its commits added.
 
 The table compares the first ``--window`` sources with the last: the ratio is the growth
 (target: this process's CPU per source at sources 900-1,000 within 1.2x of sources 1-100).
@@ -132,7 +133,10 @@ def run_import(base: Path, sources: int, window: int, profile_at: list[int],
     cpu: list[float] = []
     child: list[float] = []
     wall: list[float] = []
+    written: dict[int, float] = {}  # source -> bytes of git objects its ingest wrote (windows only)
     for n in range(sources):
+        counted = n < window or n >= sources - window
+        before = _head(vault.root) if counted else ""
         path = vault.raw / f"note-{n:04d}.md"
         path.write_text(note(n, rng))
         active[:] = [p for start, p in profilers.items() if start <= n < start + window]
@@ -148,9 +152,12 @@ def run_import(base: Path, sources: int, window: int, profile_at: list[int],
         wall.append(time.perf_counter() - w0)
         if result is None or result.state != "ingested":
             raise SystemExit(f"note {n} not ingested: {result}")
+        if counted:  # after the timed part: git's own accounting, outside the figures above
+            written[n] = _objects_bytes(vault.root, before, _head(vault.root))
     plan = [a + b for a, b in zip(phases["read"], phases["plan_read"], strict=True)] or phases["plan"]
     out: dict[str, Any] = {"cpu": cpu, "plan": plan, "door": phases["door"], "child": child, "wall": wall,
                            "pages": len(list(vault.wiki.rglob("*.md")))}
+    out["objects"] = [written.get(n, 0.0) for n in range(sources)]
     biggest = max(vault.wiki.glob("*.md"), key=lambda p: p.stat().st_size)
     out["largest_page"] = f"{biggest.name} {biggest.stat().st_size // 1024} KiB"
     out["profiles"] = {}
@@ -161,6 +168,22 @@ def run_import(base: Path, sources: int, window: int, profile_at: list[int],
     ledger.close()
     catalog.close()
     return out
+
+
+def _head(root: Path) -> str:
+    return subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+def _objects_bytes(root: Path, old: str, new: str) -> float:
+    """Bytes on disk (compressed) of the git objects the commits ``old..new`` added: commits,
+    trees and blobs (what an operation costs the repository; log.md rewritten whole was most of it)."""
+    listed = subprocess.run(["git", "rev-list", "--objects", f"{old}..{new}"], cwd=root, capture_output=True,
+                            text=True, check=True).stdout
+    ids = "".join(line.split(" ", 1)[0] + "\n" for line in listed.splitlines() if line)
+    sizes = subprocess.run(["git", "cat-file", "--batch-check=%(objectsize:disk)"], cwd=root, input=ids,
+                           capture_output=True, text=True, check=True).stdout
+    return float(sum(int(x) for x in sizes.split()))
 
 
 def one_side(base: Path, args: argparse.Namespace, code: Path | None) -> dict[str, Any]:
@@ -214,14 +237,17 @@ def main() -> int:
         for label, data in sides:
             for key, what in (("cpu", "CPU, this process"), ("plan", "… of which the offline engine's plan"),
                               ("door", "… of which the door (pages, catalogue, index.md, log.md, commit)"),
-                              ("child", "CPU, child processes (git, extraction)"), ("wall", "wall")):
+                              ("child", "CPU, child processes (git, extraction)"), ("wall", "wall"),
+                              ("objects", "git objects written, KiB per source (compressed, on disk)")):
                 if key not in data:
                     continue
                 a, b = window_mean(data[key], first, args.window), window_mean(data[key], last, args.window)
+                if key == "objects":
+                    a, b = a / 1000 / 1024, b / 1000 / 1024  # window_mean is in thousandths
                 mark = ""
                 if key in ("cpu", "plan"):
                     mark = " (target ≤ 1.20: " + ("OK" if b / a <= 1.2 else "MISSED") + ")"
-                print(f"| {label} | {what} | {a:.0f} | {b:.0f} | {b / a:.2f}{mark} |")
+                print(f"| {label} | {what} | {a:.1f} | {b:.1f} | {b / a:.2f}{mark} |")
             print(f"| {label} | pages at the end; largest page | {data['pages']} | {data['largest_page']} | |")
         if len(sides) == 2:
             ref, this = sides[0][1], sides[1][1]

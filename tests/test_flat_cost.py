@@ -18,7 +18,7 @@ import pytest
 from wikiwright.core.sqlitedb import recorded_versions
 from wikiwright.ingest import concepts
 from wikiwright.ingest.terms import TermIndex
-from wikiwright.wiki.catalog import Catalog
+from wikiwright.wiki.catalog import SCHEMA_VERSION, Catalog
 from wikiwright.wiki.pages import parse_page
 
 from tests.conftest import Services
@@ -220,7 +220,7 @@ def test_a_catalogue_from_before_flat_costs_is_rebuilt_and_resolves_links(servic
     db.close()
     catalog = Catalog(services.vault)
     try:
-        assert recorded_versions(path)["catalog"] == 2
+        assert recorded_versions(path)["catalog"] == SCHEMA_VERSION  # migrated to the current version (3: page_changes)
         catalog.refresh()
         page = "sources/src-heron"
         assert catalog.resolve("src-heron") == page

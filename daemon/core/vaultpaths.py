@@ -33,12 +33,19 @@ INDEX_PAGE = "wiki/index.md"
 LOG_PAGE = "wiki/log.md"
 OVERVIEW_PAGE = "wiki/overview.md"
 GENERATED_PAGES = (INDEX_PAGE, LOG_PAGE, OVERVIEW_PAGE)  # built by code (rule 5)
+LOG_ARCHIVE_FOLDER = "wiki/log/"  # log.md's older entries, a file per month (wiki/logfile.py)
+_LOG_ARCHIVE_RE = re.compile(r"^wiki/log/\d{4}-\d{2}(?:-\d+)?\.md$")
 
 
 def is_log_file(rel: str) -> bool:
-    """A file of the wiki's operation log (append-only, written by the door, merged by keeping
-    both machines' entries). The one place that says which paths those are."""
-    return rel == LOG_PAGE
+    """A file of the wiki's operation log, written by the door only: log.md (the newest entries,
+    appended to) and its archives (``wiki/log/2026-12.md``, ``wiki/log/2026-12-2.md``: older
+    entries, each written once, whole); merged by keeping both machines' entries. An archive is
+    not a content page: no catalogue row, no index.md line, no lint finding, no search hit.
+    The one place that says which paths those are."""
+    return rel == LOG_PAGE or (rel.startswith(LOG_ARCHIVE_FOLDER) and _LOG_ARCHIVE_RE.match(rel) is not None)
+
+
 # NTFS short names of .git (git itself refuses them with core.protectNTFS).
 _SHORT_GIT_RE = re.compile(r"^git~\d+$", re.IGNORECASE)
 

@@ -59,14 +59,13 @@ from ..wiki import reviewfile
 from ..wiki.catalog import Catalog
 from ..wiki.index import (
     SUB_PREFIX,
-    appended_log,
     block_of,
     empty_page,
-    log_entry,
-    render_index,
+    index_builder,
     splice_index,
     sub_index_page,
 )
+from ..wiki.logfile import ARCHIVE_FOLDER, appended_log, log_entry, plan_archive
 from ..wiki.writer import Conflict, PageChange, WriteOutcome
 from .journal import FileChange, Journal, JournalEntry
 
@@ -718,7 +717,7 @@ class Operation:
         self._extra += [rel for rel in rels if rel not in self._extra]
 
     def rebuild_index(self) -> None:
-        """Rebuild index.md at the end even if no page changed."""
+        """Rebuild index.md at the end from every catalogue entry, even if no page changed."""
         self._index_wanted = True
 
     def ledger_after_commit(self, method: str, *args: Any) -> None:
@@ -760,6 +759,10 @@ class Operation:
         if self._merge is None:  # a merge brings both machines' log.md entries, and adds none
             entry = log_entry(self.kind.value, self.title, self.details, self.today)
             self.edit_file(LOG_PAGE, lambda text: appended_log(text, entry))
+        archive = plan_archive(self.read_file(LOG_PAGE), self.vault.wiki / ARCHIVE_FOLDER)
+        if archive is not None:  # log.md over its bound: its oldest entries move, written once (wiki/logfile.py)
+            self.edit_file(archive.rel, lambda _text: archive.text)
+            self.edit_file(LOG_PAGE, archive.trim)
         crash_point("door-after-log")
         trailers = {"Wikiwright-Operation": self.kind.value, **self.trailers}
         pages = sorted({*self.outcome.written, *self.outcome.unchanged, *self.deleted})
@@ -812,8 +815,9 @@ class Operation:
 
     def _write_index(self) -> None:
         door = self.door
-        entries = door.catalog.entries()
-        block, groups = render_index(entries)
+        # From the pages whose catalogue rows changed since the last commit (wiki/index.py);
+        # rebuild_index() asks for every entry read again.
+        block, groups = index_builder(door.catalog).render(full=self._index_wanted)
         self._write_group_indexes(groups)
         last = door.ledger.page_blob("index")
         previous = block_of(door.repo.blob_text(last) or "") if last else ""

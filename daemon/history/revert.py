@@ -35,7 +35,7 @@ from typing import Any
 
 from ..core.errors import NotFound, RevertBlocked, WikiwrightError
 from ..core.opkinds import OpKind
-from ..core.vaultpaths import INDEX_PAGE, LOG_PAGE
+from ..core.vaultpaths import INDEX_PAGE, LOG_PAGE, is_log_file
 from ..door import Door, Operation
 from ..history.lookup import bodies_mentioning
 from ..history.regenerate import Regenerator, mask_overview
@@ -50,7 +50,7 @@ log = logging.getLogger(__name__)
 
 _MISSING: Any = object()
 _HEX_RE = re.compile(r"^[0-9a-fA-F]{4,40}$")
-SPECIAL = {INDEX_PAGE, LOG_PAGE}  # rebuilt or appended by the door, never reverse-patched
+SPECIAL = {INDEX_PAGE, LOG_PAGE}  # rebuilt or appended by the door, never reverse-patched (so are log archives)
 
 
 @dataclass(frozen=True)
@@ -409,7 +409,8 @@ def _revert(session: Operation, target: str, today: date) -> RevertResult:
                               f"{done[0].sha[:10]}")
     if not is_ancestor(repo, sha, "HEAD"):
         raise WikiwrightError(f"commit {sha[:10]} is not on the current branch")
-    paths = [p for p in paths_changed(repo, sha) if p.startswith("wiki/") and p.endswith(".md") and p not in SPECIAL]
+    paths = [p for p in paths_changed(repo, sha) if p.startswith("wiki/") and p.endswith(".md") and p not in SPECIAL
+             and not is_log_file(p)]
     names = [p.removeprefix("wiki/").removesuffix(".md") for p in paths]
     stem = _source_stem(ref, session, names)
     own = f"sources/{stem}" if stem else ""

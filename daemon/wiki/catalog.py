@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from ..core.sqlitedb import Schema, open_db
 from ..core.vault import Vault
+from ..core.vaultpaths import is_log_file
 from ..wiki.pages import FrontMatterError, link_key, parse_claims, parse_page
 
 log = logging.getLogger(__name__)
@@ -75,12 +76,20 @@ CREATE TABLE IF NOT EXISTS statement_terms (
 );
 CREATE INDEX IF NOT EXISTS statement_terms_term ON statement_terms(term);
 CREATE INDEX IF NOT EXISTS statement_terms_page ON statement_terms(page);
+-- Every page row changed (added, updated, removed), in order, by any process: what a reader
+-- keeping something built from the rows (index.md's groups, wiki/index.py) must look at again.
+CREATE TABLE IF NOT EXISTS page_changes (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    name TEXT NOT NULL
+);
 """
 # Bumped when a table above is added: an older catalogue is rebuilt once (it is a cache).
 # 2: claim terms read camelCase and abbreviations; 3: what a claim is about (issue 22);
 # 4: pages_fts rows found by rowid, links resolved by index (issue 24: cost flat in the wiki's size)
-CATALOG_VERSION = 4
-SCHEMA_VERSION = 2  # 2: pages.fts_rowid, pages.link_key, page_names
+# 5: page_changes (index.md updated from the pages that changed)
+CATALOG_VERSION = 5
+SCHEMA_VERSION = 3  # 2: pages.fts_rowid, pages.link_key, page_names; 3: page_changes
+KEPT_CHANGES = 5000  # page_changes rows kept; a reader further behind builds again from every row
 _STATEMENT_RE = re.compile(r"^- `(?P<key>[^`\n]+)`: .*? — “(?P<quote>.*)”\s*$", re.MULTILINE)
 MAX_ABOUT_TERMS = 16  # words of a quoted sentence kept for a claim (its subject, not its every word)
 _WORD_RE = re.compile(r"\w+", re.UNICODE)
@@ -180,6 +189,12 @@ def claim_terms(text: str) -> set[str]:
     return found
 
 
+def _is_log_archive(name: str) -> bool:
+    """log.md's archives (wiki/log/2026-12.md) are history, not pages: no row, no search hit,
+    no index.md line (log.md itself keeps its row, as a special page)."""
+    return name.startswith("log/") and is_log_file(f"wiki/{name}.md")
+
+
 class Catalog:
     def __init__(self, vault: Vault) -> None:
         self.vault = vault
@@ -195,6 +210,9 @@ class Catalog:
                     self._db.execute(f"DELETE FROM {table}")
             self._db.executescript(_SCHEMA)
             with self._db:
+                # Emptied, not dropped: change numbers go on from where they were, so a reader of
+                # the log (another process's index builder) sees it was cut and builds again.
+                self._db.execute("DELETE FROM page_changes")
                 self._db.execute(f"PRAGMA user_version={CATALOG_VERSION}")
         self._phrases: dict[tuple[str, ...], set[str]] | None = None
         self._phrases_of: dict[str, list[tuple[str, ...]]] = {}
@@ -229,9 +247,12 @@ class Catalog:
                 if entry.is_dir(follow_symlinks=False):
                     stack.append(entry.path)
                 elif entry.name.endswith(".md") and entry.is_file(follow_symlinks=False):
-                    st = entry.stat(follow_symlinks=False)
                     rel = entry.path[cut:-3]
-                    found[rel.replace(os.sep, "/") if os.sep != "/" else rel] = (st.st_size, st.st_mtime_ns)
+                    rel = rel.replace(os.sep, "/") if os.sep != "/" else rel
+                    if _is_log_archive(rel):
+                        continue
+                    st = entry.stat(follow_symlinks=False)
+                    found[rel] = (st.st_size, st.st_mtime_ns)
         return found
 
     def refresh(self, names: list[str] | None = None, *, scanned: dict[str, tuple[int, int]] | None = None,
@@ -251,6 +272,8 @@ class Catalog:
             else:
                 on_disk = {}
                 for name in names:
+                    if _is_log_archive(name):
+                        continue
                     path = self.vault.wiki / f"{name}.md"
                     try:
                         st = path.lstat()
@@ -275,6 +298,10 @@ class Catalog:
                         continue
                     self._index_page(name, stat, None if old is None else old[1])
                     changed.append(name)
+                if changed:
+                    self._db.executemany("INSERT INTO page_changes(name) VALUES (?)", [(n,) for n in changed])
+                    self._db.execute("DELETE FROM page_changes WHERE seq <= "
+                                     "(SELECT max(seq) FROM page_changes) - ?", (KEPT_CHANGES,))
             if changed:
                 self._update_phrases(changed)
             return changed
@@ -378,6 +405,25 @@ class Catalog:
         # Most pages have no aliases: skip the JSON parser for those (10,000 pages per ingest).
         return [PageEntry(r[0], r[1], r[2], r[3], () if r[4] == "[]" else tuple(json.loads(r[4])), r[5])
                 for r in rows]
+
+    def changes_since(self, seq: int) -> tuple[int, list[str]] | None:
+        """The newest change number and the pages whose rows changed after change ``seq``, by
+        any process (None: ``seq`` is older than the changes kept; read every entry again).
+        ``changes_since(-1)`` gives the current number."""
+        with self._lock:
+            # Two statements: SQLite reads a lone max() or min() off the key, both at once by a scan.
+            newest = self._db.execute("SELECT max(seq) FROM page_changes").fetchone()[0]
+            oldest = self._db.execute("SELECT min(seq) FROM page_changes").fetchone()[0]
+            if seq < 0:
+                return int(newest or 0), []
+            if newest is None or newest < seq or seq < int(oldest) - 1:
+                # Emptied or started again (a rebuilt catalogue), or the reader is further behind
+                # than the changes kept: what it built must be built again.
+                return None if seq or newest is not None else (0, [])
+            if newest == seq:
+                return seq, []
+            rows = self._db.execute("SELECT DISTINCT name FROM page_changes WHERE seq > ?", (seq,)).fetchall()
+        return int(newest), sorted(str(r[0]) for r in rows)
 
     def get(self, name: str) -> PageEntry | None:
         with self._lock:
@@ -580,6 +626,7 @@ class Catalog:
             self._db.execute("DELETE FROM claims")
             self._db.execute("DELETE FROM claim_terms")
             self._db.execute("DELETE FROM statement_terms")
+            self._db.execute("DELETE FROM page_changes")
         self.refresh()
         return self.count()
 

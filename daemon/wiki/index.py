@@ -1,20 +1,21 @@
-"""index.md and log.md, built by code from the catalogue, never written by the model.
+"""index.md (and log.md's first text), built by code from the catalogue, never written by the model.
 
 index.md lists every page, one line each with its summary, grouped by type. It stays small
 enough to read at a glance (and to load whole into a prompt): when the whole list does not fit
 its budget, the largest groups move to a page of their own (``index-sources.md``, …), each
 complete, linked from index.md — never "… and N more". index.md and those pages keep whatever a
-person writes outside the generated block; log.md is append-only: one
-``## [YYYY-MM-DD] kind | Title`` entry per operation.
+person writes outside the generated block. (log.md's entries and archives: wiki/logfile.py.)
 """
 
 from __future__ import annotations
 
+import bisect
 import functools
+import weakref
 from collections import defaultdict
-from datetime import date
+from dataclasses import dataclass, field
 
-from ..wiki.catalog import PageEntry
+from ..wiki.catalog import Catalog, PageEntry
 from ..wiki.pages import Page, render_page
 from ..wiki.sanitize import clean_line, link_label
 
@@ -200,19 +201,142 @@ def block_of(text: str) -> str:
     return text[start : end + len(INDEX_END)]
 
 
-def log_entry(kind: str, title: str, details: list[str], when: date | None = None) -> str:
-    """One log.md entry: ``## [YYYY-MM-DD] kind | Title`` and its detail lines."""
-    day = (when or date.today()).isoformat()
-    # A title or a file name in a detail line is data: one line each, through the sanitizer,
-    # so a name cannot add entries (or markup) to log.md.
-    safe_title = clean_line(title).text or "(untitled)"
-    return f"\n## [{day}] {kind} | {safe_title}\n" + "".join(f"- {clean_line(d).text}\n" for d in details)
+# -- index.md kept up to date from the pages that changed ----------------------------------------
+
+@dataclass
+class _Group:
+    """One type's pages, sorted as index.md lists them, with the sizes the budget needs."""
+
+    heading: str
+    keys: list[tuple[str, str]] = field(default_factory=list)  # (title folded, name), sorted
+    lines: list[str] = field(default_factory=list)  # the rendered line of each, same order
+    chars: int = 0  # sum of len(line): what render_index picks the largest group by
+    size: int = 0  # sum of the lines' UTF-8 bytes
+    breaks: int = 0  # newlines inside lines (none, unless a title carries one)
+    text: str | None = None  # the group page's block, while the group is unchanged
+
+    def add(self, key: tuple[str, str], line: str) -> None:
+        at = bisect.bisect_left(self.keys, key)
+        self.keys.insert(at, key)
+        self.lines.insert(at, line)
+        self._count(line, 1)
+
+    def remove(self, key: tuple[str, str]) -> None:
+        at = bisect.bisect_left(self.keys, key)
+        if at < len(self.keys) and self.keys[at] == key:
+            del self.keys[at]
+            self._count(self.lines.pop(at), -1)
+
+    def _count(self, line: str, sign: int) -> None:
+        self.chars += sign * len(line)
+        self.size += sign * len(line.encode("utf-8"))
+        self.breaks += sign * line.count("\n")
+        self.text = None
 
 
-def appended_log(current: str | None, entry: str) -> str:
-    """log.md's text with ``entry`` appended (the first entry starts the file)."""
-    text = current if current is not None else empty_page("log")
-    if text and not text.endswith("\n"):
-        text += "\n"
-    return text + entry
+def _heading_item(heading: str, count: int) -> str:
+    return f"\n## {heading} ({count})\n"
 
+
+class IndexBuilder:
+    """index.md's block and its group pages, as :func:`render_index` builds them from every
+    entry, kept from one commit to the next by the catalogue's change log: a commit looks again
+    only at the pages whose rows changed since (by any process), moves a page between groups
+    when its type changed, and works the budget split out from each group's size, so its cost
+    does not grow with the wiki (issue 24). Only a group page whose group changed is joined again."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+        self._seq: int | None = None  # the catalogue change the groups are up to
+        self._groups: dict[str, _Group] = {}  # page type -> group
+        self._where: dict[str, tuple[str, tuple[str, str]]] = {}  # page -> (type, sort key)
+
+    def render(self, *, full: bool = False) -> tuple[str, dict[str, str]]:
+        """What :func:`render_index` returns for the catalogue's entries now (``full``: read every
+        entry again instead of only the changed ones, as init, revert, doctor and sync ask)."""
+        changes = None if full or self._seq is None else self.catalog.changes_since(self._seq)
+        if changes is None:
+            self._build()
+        else:
+            self._seq, names = changes
+            for name in names:
+                self._update(name, self.catalog.get(name))
+        return self._render()
+
+    def _build(self) -> None:
+        seq = self.catalog.changes_since(-1)
+        assert seq is not None
+        self._seq = seq[0]
+        self._groups, self._where = {}, {}
+        for entry in self.catalog.entries():
+            self._update(entry.name, entry)
+
+    def _update(self, name: str, entry: PageEntry | None) -> None:
+        old = self._where.pop(name, None)
+        if old is not None:
+            was = self._groups[old[0]]
+            was.remove(old[1])
+            if not was.keys:
+                del self._groups[old[0]]
+        if entry is None or is_index_page(entry) or entry.error:
+            return
+        page_type = entry.type or "page"
+        key = (entry.title.casefold(), entry.name)
+        group = self._groups.get(page_type)
+        if group is None:
+            group = self._groups[page_type] = _Group(TYPE_HEADINGS.get(page_type, page_type.title() or "Pages"))
+        group.add(key, _line(entry))
+        self._where[name] = (page_type, key)
+
+    def _render(self) -> tuple[str, dict[str, str]]:
+        order = [t for t in (*TYPE_HEADINGS, *sorted(set(self._groups) - set(TYPE_HEADINGS))) if t in self._groups]
+        groups = [self._groups[t] for t in order]
+        moved: set[int] = set()
+        while True:
+            size, lines = self._measure(groups, moved)
+            if (lines <= MAX_INDEX_LINES and size <= MAX_INDEX_BYTES) or len(moved) == len(groups):
+                break
+            moved.add(max((i for i in range(len(groups)) if i not in moved),
+                          key=lambda i: (groups[i].chars, groups[i].heading)))
+        out = [INDEX_START]
+        subs: dict[str, str] = {}
+        for i, group in enumerate(groups):
+            out.append(_heading_item(group.heading, len(group.lines)))
+            if i in moved:
+                out.append(_group_link(group.heading, len(group.lines)))
+                if group.text is None:
+                    group.text = "\n".join(_render([(group.heading, group.lines)], set())) + "\n"
+                subs[sub_index_name(group.heading)] = group.text
+            else:
+                out += group.lines
+        out.append(INDEX_END)
+        return "\n".join(out) + "\n", subs
+
+    @staticmethod
+    def _measure(groups: list[_Group], moved: set[int]) -> tuple[int, int]:
+        """UTF-8 bytes and newlines of the block ``_render`` joins: its items joined by a
+        newline, one more at the end (so each item adds one of each)."""
+        items = 2
+        size = len(INDEX_START.encode("utf-8")) + len(INDEX_END.encode("utf-8"))
+        lines = 0
+        for i, group in enumerate(groups):
+            heading = _heading_item(group.heading, len(group.lines))
+            size += len(heading.encode("utf-8"))
+            lines += 2
+            if i in moved:
+                link = _group_link(group.heading, len(group.lines))
+                size, items = size + len(link.encode("utf-8")), items + 2
+            else:
+                size, items, lines = size + group.size, items + 1 + len(group.lines), lines + group.breaks
+        return size + items, lines + items
+
+
+_BUILDERS: weakref.WeakKeyDictionary[Catalog, IndexBuilder] = weakref.WeakKeyDictionary()
+
+
+def index_builder(catalog: Catalog) -> IndexBuilder:
+    """The one :class:`IndexBuilder` of this catalogue (kept while the catalogue is open)."""
+    builder = _BUILDERS.get(catalog)
+    if builder is None:
+        builder = _BUILDERS[catalog] = IndexBuilder(catalog)
+    return builder
