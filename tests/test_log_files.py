@@ -9,7 +9,6 @@ from collections import Counter
 from datetime import date
 from pathlib import Path
 
-import pytest
 from wikiwright.core.config import load_config
 from wikiwright.core.vault import Vault
 from wikiwright.core.vaultpaths import is_log_file
@@ -169,8 +168,6 @@ def test_both_machines_archiving_keep_every_entry_through_sync(tmp_path: Path) -
         b.close()
 
 
-@pytest.mark.xfail(strict=True, reason="door/sync.py merges an archive both machines added under one name as "
-                                       "theirs + ours: the entries they shared appear twice (needs an entry union)")
 def test_an_archive_both_machines_wrote_holds_their_shared_entries_once(tmp_path: Path) -> None:
     a, b = _two_machines_archiving(tmp_path)
     try:
@@ -215,3 +212,22 @@ def test_a_crash_anywhere_in_an_archiving_operation_loses_and_doubles_no_entry(t
         assert on_disk and git(root, "ls-files", "wiki/log").split() == on_disk, point  # committed, once
         shutil.rmtree(root)
     assert crashed >= 4
+
+
+def test_merge_log_keeps_every_entry_once_whichever_side_archived() -> None:
+    """The entry-level merge sync uses for log files: a side that moved the shared entries to
+    an archive removes them from log.md (they are not brought back), each side's new entries
+    stay, a file both sides made under one name holds the shared entries once."""
+    from wikiwright.wiki.logfile import merge_log
+
+    def entries(*names: str, day: str = "2031-05-05") -> str:
+        return "".join(log_entry("lint", name, [], date.fromisoformat(day)) for name in names)
+
+    head = "# Log\n"
+    base = head + entries("s1", "s2")
+    ours = head + entries("o1", day="2031-05-06")  # archived s1, s2; then o1
+    theirs = head + entries("s1", "s2") + entries("t1", day="2031-05-06")
+    merged = merge_log(base, ours, theirs, lambda b, o, t: t)
+    assert [n for n in ("s1", "s2", "o1", "t1") if f"| {n}\n" in merged] == ["o1", "t1"]
+    both = merge_log("", head + entries("s1", "s2", "o1"), head + entries("s1", "s2", "t1"), lambda b, o, t: t)
+    assert [both.count(f"| {n}\n") for n in ("s1", "s2", "o1", "t1")] == [1, 1, 1, 1]

@@ -18,6 +18,8 @@ happens once in ~100 operations.
 from __future__ import annotations
 
 import re
+from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
@@ -34,6 +36,7 @@ LINKED_ARCHIVES = 12  # the newest archives log.md links (older ones through eac
 ARCHIVE_FOLDER = "log"  # under wiki/
 OLDER_PREFIX = "Older entries"
 _ENTRY_RE = re.compile(r"^## \[(\d{4}-\d{2})-\d{2}\] ")
+_DAY_RE = re.compile(r"^## \[(\d{4}-\d{2}-\d{2})\] ")
 _LINK_RE = re.compile(r"\[\[" + ARCHIVE_FOLDER + r"/([^\]|]+)")
 _ARCHIVE_NAME_RE = re.compile(r"^(\d{4}-\d{2})(?:-(\d+))?$")
 
@@ -177,6 +180,12 @@ def _linked(head: list[str]) -> list[str]:
     return names
 
 
+def _day(entry: str) -> str:
+    """An entry's ``## [YYYY-MM-DD]`` (its order among the others: entries of one day keep theirs)."""
+    match = _DAY_RE.match(entry.lstrip("\n"))
+    return match.group(1) if match else ""
+
+
 def _month_of(entry: str) -> str:
     match = _ENTRY_RE.match(entry.lstrip("\n"))
     return match.group(1) if match else "0000-00"
@@ -197,3 +206,32 @@ def _archive_text(name: str, month: str, previous: str, moved: tuple[str, ...]) 
     body = (f"# {title}\n\nEntries moved from [[log]] when it passed its bound, oldest first; written once, "
             f"never changed.{before}\n")
     return render_page(Page({"type": "log", "title": title}, body)) + "".join(moved)
+
+
+def merge_log(base: str, ours: str, theirs: str, merge_heads: Callable[[str, str, str], str]) -> str:
+    """log.md or one of its archives as two machines left it: every entry either added, each
+    once. An entry's count is the base's plus what each side added or removed (an entry a side
+    moved to an archive leaves log.md), and in a file both sides made under one name (an archive
+    written on each machine: no base) the larger of the two, since the entries both archived
+    came from the log.md they shared. Entries keep their order by date, the remote's first on a
+    day; the lines above the first entry are merged by ``merge_heads``."""
+    b, o, t = _split(base), _split(ours), _split(theirs)
+    have_o, have_t = Counter(o.entries), Counter(t.entries)
+    if not b.entries and not b.head:
+        wanted = have_o | have_t  # the larger count of each
+    else:
+        had = Counter(b.entries)
+        wanted = Counter({e: had[e] + (have_o[e] - had[e]) + (have_t[e] - had[e]) for e in have_o | have_t | had})
+    merged: list[str] = []
+    taken: Counter[str] = Counter()
+    for entry in [*t.entries, *o.entries]:
+        if taken[entry] < wanted[entry]:
+            taken[entry] += 1
+            merged.append(entry)
+    merged.sort(key=_day)
+    heads = ["".join(side.head) for side in (b, o, t)]
+    head = heads[2] if heads[1] in (heads[0], heads[2]) else heads[1] if heads[2] == heads[0] else \
+        merge_heads(*heads)
+    if head and not head.endswith("\n"):
+        head += "\n"
+    return head + "".join(entry if entry.startswith("\n") or not head else "\n" + entry for entry in merged)

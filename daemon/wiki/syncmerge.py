@@ -26,6 +26,7 @@ from __future__ import annotations
 from ..core.vaultpaths import INDEX_PAGE, OVERVIEW_PAGE, is_log_file
 from .blockmerge import Markers, merge_with_block
 from .index import INDEX_END, INDEX_START
+from .logfile import merge_log
 from .pagemerge import Merge3, PageMerge, merge_page, merge_plain
 
 # overview.md's generated block (ingest/concepts.py keeps it).
@@ -83,6 +84,8 @@ def resolve(path: str, base: bytes | None, ours: bytes | None, theirs: bytes | N
         return merge_index(b, o, t, merge3).encode("utf-8"), None
     if path == OVERVIEW_PAGE:
         return merge_overview(b, o, t, merge3).encode("utf-8"), None
+    if is_log_file(path):  # log.md and its archives: entries, each once, whichever side archived them
+        return merge_log(b, o, t, lambda hb, ho, ht: merge3(hb, ho, ht, "union")[0]).encode("utf-8"), None
     if is_growing_file(path):
         return merge_appended(b, o, t, merge3).encode("utf-8"), None
     if path in UNION_FILES:
