@@ -59,6 +59,12 @@ def test_uncommitted_edits_made_before_the_ingest_are_committed_as_the_persons_f
 HUB = "harbour"
 
 
+def _harbour_made() -> dict[str, Any]:
+    return {"title": "Harbour", "summary": "The harbour.", "key_points": [],
+            "operations": [{"op": "create_page", "page": HUB, "type": "entity", "title": "Harbour",
+                            "summary": "The harbour.", "body": "## Schedule\n\nThe ferry leaves at nine.\n"}]}
+
+
 def _hub_reply(hour: str, source: str) -> dict[str, Any]:
     return {"title": f"Ferry at {hour}", "summary": f"The ferry leaves at {hour}.", "key_points": [],
             "operations": [{"op": "replace_section", "page": HUB, "heading": "Schedule",
@@ -75,9 +81,7 @@ def test_two_workers_updating_one_page_never_make_a_conflict_for_a_person(servic
     def script(request: dict[str, Any]) -> Any:
         prompt = user_prompt(request)
         if "`raw/hub.md`" in prompt:
-            return {"title": "Harbour", "summary": "The harbour.", "key_points": [],
-                    "operations": [{"op": "create_page", "page": HUB, "type": "entity", "title": "Harbour",
-                                    "summary": "The harbour.", "body": "## Schedule\n\nThe ferry leaves at nine.\n"}]}
+            return _harbour_made()
         return _hub_reply("eleven" if "`raw/a.md`" in prompt else "ten", "")
 
     with ScriptedServer(script) as server:
@@ -127,9 +131,7 @@ def test_a_second_worker_routed_to_a_page_another_is_planning_on_waits_and_plans
     def script(request: dict[str, Any]) -> Any:
         prompt = user_prompt(request)
         if "`raw/hub.md`" in prompt:
-            return {"title": "Harbour", "summary": "The harbour.", "key_points": [],
-                    "operations": [{"op": "create_page", "page": HUB, "type": "entity", "title": "Harbour",
-                                    "summary": "The harbour.", "body": "## Schedule\n\nThe ferry leaves at nine.\n"}]}
+            return _harbour_made()
         if "`raw/b.md`" in prompt:
             assert release_b.wait(60), "the test never let B's model call return"
             return _hub_reply("ten", "")
