@@ -460,3 +460,20 @@ def test_one_journal_names_the_head_move_and_the_persons_index(scratch: Path) ->
     assert git(root, "diff", "--cached", "--name-only") == ""
     assert not (state / "journal.json").exists()
     _audit(root, "ingest", set())
+
+
+def test_an_ingest_killed_after_its_commit_is_recorded_by_the_doors_recovery_alone(tmp_path: Path) -> None:
+    """The ledger's record of an ingest is the door's journaled call: a kill right after the
+    commit is finished by opening the door (no history search by the source's sha256, no second
+    plan). Old code: the file stayed 'running' until a worker grepped the history for it."""
+    root = tmp_path / "v"
+    init_vault(root, "wikiwright", "wikiwright@localhost")
+    (root / "raw" / "src.md").write_text(SOURCE)
+    _register(root)
+    assert _run(_drain, root, "after-commit")
+    commit = git(root, "log", "-1", "--format=%H").strip()
+    assert "Wikiwright-Source: raw/src.md" in git(root, "log", "-1", "--format=%B")
+    with _door(root) as door:  # the restart: recovery only
+        record = door.ledger.get_file("raw/src.md")
+        assert record is not None and (record.state, record.commit_sha) == ("ingested", commit), record
+        assert [s.commit_sha for s in door.ledger.sources()] == [commit]

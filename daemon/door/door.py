@@ -74,8 +74,8 @@ log = logging.getLogger(__name__)
 # Files outside wiki/ an operation may write (raw/ and logs/ are only ever committed as they are).
 ROOT_FILES = ("REVIEW.md", "SCHEMA.md", ".gitignore")
 COMMIT = "@commit"  # stands for the operation's commit sha in ledger_after_commit arguments
-_LEDGER_CALLS = ("set_kv", "finish_logs", "set_source_state", "set_page_blobs", "set_notice", "clear_notice",
-                 "review_add", "review_set_state")
+_LEDGER_CALLS = ("set_kv", "finish_logs", "record_ingest", "set_source_state", "set_page_blobs", "set_notice",
+                 "clear_notice", "review_add", "review_set_state")
 _RETRIES = 20
 
 

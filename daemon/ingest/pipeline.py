@@ -33,7 +33,7 @@ from ..core.errors import (
 )
 from ..core.locks import PageLocks, vault_write_lock
 from ..core.opkinds import OpKind
-from ..door import Door
+from ..door import COMMIT, Door
 from ..door.sourceclaims import SourceClaims
 from ..door.trailers import recovered_ingest
 from ..ingest.cost import APPROVAL_RECHECK_SECONDS, COSTLY_SOURCE, costly_proposal
@@ -155,7 +155,8 @@ class Pipeline:
         if record.recovering:
             found = recovered_ingest(self.repo, record.path, record.sha256)
             if found:
-                # The process died after committing but before the ledger heard of it.
+                # The process died after committing but before the ledger heard of it: a vault an
+                # earlier release left so (the ledger's call is journaled with the commit now).
                 page = source_page_name(self.ledger, self.vault, record.path)  # bound before that commit
                 self.ledger.finish_ingested(record, page=page, title="", commit_sha=found, engine="recovered")
                 return JobResult(record.path, "ingested", "recovered after a crash", found, page)
@@ -292,14 +293,9 @@ class Pipeline:
             kept_out = include_source(op, record, self.config.git.commit_raw_max_bytes)
             if kept_out:
                 op.details.append(kept_out)
-
-            def record_ingested(sha: str | None) -> None:
-                # After the commit: a crash before this line is finished by the recovery path
-                # above (the commit names the source's sha256).
-                self.ledger.finish_ingested(record, page=plan.source_page, title=plan.title,
-                                            commit_sha=sha or "", engine=plan.engine)
-
-            op.after_commit(record_ingested)
+            # Journaled with the commit: a crash after it is finished by the door's recovery.
+            op.ledger_after_commit("record_ingest", record.path, record.sha256, plan.source_page, plan.title,
+                                   COMMIT, plan.engine)
         return op.commit_sha
 
     # -- draining --------------------------------------------------------------------

@@ -286,6 +286,19 @@ class Ledger:
             self._finish(db, record, FileState.INGESTED, reason="", commit_sha=commit_sha, page=page)
         crash_point("after-ledger-update")
 
+    def record_ingest(self, path: str, sha256: str, page: str, title: str, commit_sha: str, engine: str) -> None:
+        """The ingest of ``path``'s bytes committed: the door's journaled call after an ingest's
+        commit (replayed by its recovery after a crash, so no history needs searching). Idempotent."""
+        with self._tx() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO sources(sha256, path, page, title, commit_sha, engine, ingested_at)"
+                " VALUES (?,?,?,?,?,?,?)", (sha256, path, page, title, commit_sha, engine, time.time()))
+            db.execute(
+                "UPDATE files SET state='ingested', reason='', commit_sha=?, page=?, recovering=0, updated_at=?"
+                " WHERE path=? AND sha256=? AND state IN ('running','pending')",
+                (commit_sha, page, time.time(), path, sha256))
+        crash_point("after-ledger-update")
+
     def record_shared_source(self, sha256: str, path: str, page: str, title: str, commit_sha: str,
                              engine: str, *, replace: bool = False) -> bool:
         """An ingest found in the shared history (another machine's, or history being re-read).
