@@ -3,19 +3,20 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import logging
-import os
 import sys
 import time
 from collections.abc import Callable
 from typing import Any
 
-from ..core.config import Config, load_config
+from ..runtime.context import VaultContext
 
 log = logging.getLogger("wikiwright")
 
 Handler = Callable[[argparse.Namespace], int]
+VaultHandler = Callable[[argparse.Namespace, VaultContext], int]
 _COMMANDS: dict[str, Handler] = {}
 
 
@@ -30,7 +31,7 @@ def command(name: str) -> Callable[[Handler], Handler]:
 # -- shared helpers ------------------------------------------------------------------------
 
 def setup_logging(verbose: int, default: int = logging.WARNING) -> None:
-    from .handoff import serving
+    from ..runtime.handoff import serving
 
     if serving():
         return  # a command the daemon runs for a client: the daemon's logging stays as it is
@@ -45,13 +46,29 @@ def setup_logging(verbose: int, default: int = logging.WARNING) -> None:
         logging.getLogger(noisy).setLevel(max(level, logging.WARNING))
 
 
-def open_vault(args: argparse.Namespace) -> tuple[Config, Any]:
-    """Config and vault for a command that works on a vault (the one naming rule)."""
-    from ..core.vault import find_vault
+def with_vault(*, write: bool) -> Callable[[VaultHandler], Handler]:
+    """A command that works on a vault: its handler gets the process's :class:`VaultContext`.
 
-    base = load_config(None)
-    vault = find_vault(getattr(args, "vault", None), os.environ, base.default_vault)
-    return load_config(vault.root), vault
+    Run by the daemon for a client, that is the daemon's own context (every command it serves
+    shares it: one connection to each database, one door); else one opened for the command
+    (the one naming rule: ``--vault``, ``WIKIWRIGHT_VAULT`` and the working folder, the user
+    config's default vault) and closed when it ends. ``write=False``: a command that only
+    reads; its context opens nothing that writes (no door, no recovery)."""
+
+    def wrap(func: VaultHandler) -> Handler:
+        @functools.wraps(func)
+        def handler(args: argparse.Namespace) -> int:
+            from ..runtime.handoff import serving_context
+
+            shared = serving_context()
+            if shared is not None:
+                return func(args, shared)
+            with VaultContext.find(getattr(args, "vault", None), write=write) as ctx:
+                return func(args, ctx)
+
+        return handler
+
+    return wrap
 
 
 def emit_json(data: Any) -> None:

@@ -87,17 +87,29 @@ class Door:
         self.catalog = catalog
         self.repo = repo
         self.journal = Journal(vault.state)
-        self._owned = False
+        self._owned_parts: list[Any] = []  # what close() closes: the parts open() opened itself
 
     @classmethod
-    def open(cls, config: Config, vault: Vault, *, on_wait: Callable[[str], None] | None = None) -> Door:
-        """Open the vault's services and finish whatever a crashed operation left."""
-        ledger = Ledger(vault.db_path)
-        catalog = Catalog(vault)
-        repo = GitRepo(vault.root, config.git.author_name, config.git.author_email, config.git.lock_retry_seconds,
-                       on_wait=on_wait or (lambda message: ledger.set_notice("git", message)))
+    def open(cls, config: Config, vault: Vault, *, ledger: Ledger | None = None, catalog: Catalog | None = None,
+             repo: GitRepo | None = None, on_wait: Callable[[str], None] | None = None) -> Door:
+        """The door on the vault's services, after finishing whatever a crashed operation left.
+
+        Parts given are the caller's (a process's ``VaultContext``) and stay open when the door
+        closes; the others are opened here and closed with it."""
+        owned: list[Any] = []
+        if ledger is None:
+            ledger = Ledger(vault.db_path)
+            owned.append(ledger)
+        if catalog is None:
+            catalog = Catalog(vault)
+            owned.append(catalog)
+        if repo is None:
+            notices = ledger
+            repo = GitRepo(vault.root, config.git.author_name, config.git.author_email, config.git.lock_retry_seconds,
+                           on_wait=on_wait or (lambda message: notices.set_notice("git", message)))
+            owned.append(repo)
         door = cls(config, vault, ledger, catalog, repo)
-        door._owned = True
+        door._owned_parts = owned
         try:
             door.recover()
             catalog.refresh()
@@ -107,11 +119,9 @@ class Door:
         return door
 
     def close(self) -> None:
-        if self._owned:
-            self.ledger.close()
-            self.catalog.close()
-            self.repo.close()
-            self._owned = False
+        parts, self._owned_parts = self._owned_parts, []
+        for part in parts:
+            part.close()
 
     def __enter__(self) -> Door:
         return self
