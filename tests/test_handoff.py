@@ -153,7 +153,7 @@ def test_commands_that_need_no_model_never_import_litellm(tmp_path: Path) -> Non
     script = (
         "import json, sys\n"
         "from wikiwright.cli.main import main\n"
-        "heavy = ('litellm', 'git', 'watchdog', 'apscheduler')\n"
+        "heavy = ('litellm', 'git', 'watchdog', 'apscheduler', 'wikiwright.door')\n"
         "seen = []\n"
         "for args in json.loads(sys.argv[2]):\n"
         "    code = main([*args, '--vault', sys.argv[1]])\n"

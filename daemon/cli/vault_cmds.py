@@ -60,18 +60,22 @@ def cmd_init(args: argparse.Namespace) -> int:
 @with_vault(write=True)
 def cmd_run(args: argparse.Namespace, ctx: VaultContext) -> int:
     from ..core.logsetup import add_file_log
-    from ..runtime.daemon import Daemon
 
     setup_logging(args.verbose, logging.INFO)
     add_file_log()
+    return build_daemon(ctx).run()
+
+
+def build_daemon(ctx: VaultContext) -> Any:
+    """The daemon `wikiwright run` runs, on the process's context: the jobs other rooms ask it
+    to schedule (lint, consolidation, review, sync; they take its door and parts once its
+    setup opened them) and the control socket serving this command line's commands."""
+    from ..runtime.daemon import Daemon
     from ..runtime.handoff import make_executor
     from ..runtime.schedule import periodic_jobs
     from .handoff import DaemonCommandLine
 
-    # Jobs other rooms ask the daemon to schedule (lint, consolidation, review, sync), on its
-    # context: they take its door and parts once its setup opened them.
-    return Daemon(ctx, extra_jobs=periodic_jobs,
-                  control=lambda daemon: make_executor(daemon, DaemonCommandLine())).run()
+    return Daemon(ctx, extra_jobs=periodic_jobs, control=lambda daemon: make_executor(daemon, DaemonCommandLine()))
 
 
 @command("status")

@@ -247,7 +247,7 @@ def _call_ledger(door: Door, method: str, args: list[Any], sha: str) -> None:
         raise ValueError(f"not a journaled ledger call: {method}")
     values: list[Any] = [sha if arg == COMMIT else arg for arg in args]
     if method.startswith("review_"):
-        store = reviewfile.ReviewStore(door.vault.db_path)
+        store = reviewfile.ReviewStore.on(door.ledger)  # the ledger's connection: no second one to state.db
         try:
             if method == "review_add":
                 ident, kind, description, pages, fix = values
@@ -531,7 +531,7 @@ class Operation:
                 proposals.append(reviewfile.proposal(
                     kind, str(raw["description"]), raw.get("pages", ()), raw.get("fix"), raw.get("facts"),
                     raw.get("options", ()), str(raw.get("heading", ""))))
-        store = reviewfile.ReviewStore(self.vault.db_path)
+        store = reviewfile.ReviewStore.on(self.door.ledger)
         try:
             new = list({p.id: p for p in proposals if store.get(p.id) is None}.values())
             if not new:

@@ -102,15 +102,29 @@ class VaultContext:
     def ledger(self) -> Ledger:
         """The one connection to state.db: the queue and source ledger, notices, and (through
         :attr:`reviews`) the review store."""
-        from ..intake.ledger import Ledger
+        def make() -> Ledger:
+            from ..intake.ledger import Ledger
 
-        return self._part("ledger", lambda: Ledger(self.vault.db_path))
+            if not self.write:
+                return Ledger(self.vault.db_path)
+            from ..wiki.reviewfile import ReviewStore
+
+            # The review tables brought to their version first, while no connection of this
+            # process is open: SQLite keeps the descriptor of a connection closed while another
+            # holds a lock on the file, so a migration check later would leave one behind.
+            ReviewStore.migrate(self.vault.db_path)
+            ledger = Ledger(self.vault.db_path)
+            self._parts["reviews"] = ReviewStore.on(ledger, migrated=True)
+            return ledger
+
+        return self._part("ledger", make)
 
     @property
     def reviews(self) -> ReviewStore:
         from ..wiki.reviewfile import ReviewStore
 
-        return self._part("reviews", lambda: ReviewStore.on(self.ledger))
+        ledger = self.ledger  # opened first (a writing context makes its review store with it)
+        return self._part("reviews", lambda: ReviewStore.on(ledger))
 
     @contextmanager
     def atomic(self) -> Iterator[sqlite3.Connection]:

@@ -148,7 +148,10 @@ class JobLoop:
         except Exception:
             log.exception("periodic job %s failed; it runs again at its next period", self.name)
         self.runs += 1
-        self.due = max(self.due + self.job.seconds, time.time())
+        self.due += self.job.seconds
+        now = time.time()
+        if self.due <= now:  # periods missed (a sleeping laptop, a long run): this run caught them up
+            self.due = now + self.job.seconds
 
     def teardown(self) -> None:
         pass
