@@ -201,3 +201,47 @@ def test_a_daemon_whose_model_cannot_load_tells_the_waiting_client_why(
     status = cli("status", "--json", "--vault", str(root))
     assert status.returncode == 0, status.stderr
     assert [row["path"] for row in json.loads(status.stdout)["pending"]] == ["raw/note.md"]
+
+
+def _cli_imports() -> dict[str, set[str]]:
+    """For each module of cli/, the cli/ modules it imports (at the top or inside a function)."""
+    import ast
+
+    folder = Path(__file__).resolve().parent.parent / "daemon" / "cli"
+    names = {path.stem for path in folder.glob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for path in folder.glob("*.py"):
+        found: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                module = node.module or ""
+                if node.level == 1:  # from . import x / from .x import y
+                    found |= {module.split(".")[0]} if module else {a.name for a in node.names}
+                elif node.level == 2 and module.startswith("cli"):
+                    found |= {module.split(".")[1]} if "." in module else {a.name for a in node.names}
+            elif isinstance(node, ast.Import):
+                found |= {a.name.split(".")[2] for a in node.names if a.name.startswith("wikiwright.cli.")}
+        graph[path.stem] = (found & names) - {path.stem}
+    return graph
+
+
+def test_the_command_line_has_no_import_circle_and_the_daemon_side_lives_in_runtime() -> None:
+    """Daemon-side code is not in cli/ (issue 24: `cli/handoff.py` held the daemon's executor and
+    reached into `cli/ingest_cmds.py`'s private functions, a circle through `common.py`)."""
+    graph = _cli_imports()
+    circles = []
+
+    def visit(node: str, path: list[str]) -> None:
+        for nxt in sorted(graph.get(node, ())):
+            if nxt in path:
+                circles.append([*path[path.index(nxt):], nxt])
+            elif len(path) < len(graph):
+                visit(nxt, [*path, nxt])
+
+    for start in sorted(graph):
+        visit(start, [start])
+    assert not circles, circles[:5]
+    assert graph["handoff"] == set()  # the client half: nothing else of cli/
+    from wikiwright.runtime import handoff
+
+    assert callable(handoff.make_executor) and callable(handoff.ingest_in_daemon)

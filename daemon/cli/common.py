@@ -20,6 +20,28 @@ VaultHandler = Callable[[argparse.Namespace, VaultContext], int]
 _COMMANDS: dict[str, Handler] = {}
 
 
+_PARSER: list[Callable[[], argparse.ArgumentParser]] = []  # main.py registers build_parser
+
+
+def register_parser(build: Callable[[], argparse.ArgumentParser]) -> None:
+    _PARSER[:] = [build]
+
+
+class RegisteredCommandLine:
+    """The command line as the daemon's executor (runtime/handoff.py) asks for it: the parser
+    main.py registered and the handlers the @command decorator registered. Reaching them through
+    these registries keeps cli/ free of import circles (`run` needs every command)."""
+
+    def parse(self, argv: list[str]) -> argparse.Namespace | None:
+        try:
+            return _PARSER[0]().parse_args(argv)
+        except SystemExit:
+            return None
+
+    def run(self, args: argparse.Namespace) -> int:
+        return _COMMANDS[args.command](args)
+
+
 def command(name: str) -> Callable[[Handler], Handler]:
     def register(func: Handler) -> Handler:
         _COMMANDS[name] = func

@@ -8,8 +8,8 @@ refused), a daemon that declines (another configuration or protocol version): No
 command runs in this process as it always did.
 
 The daemon half is :mod:`runtime.handoff` (it runs the command's own handler on the daemon's
-vault context); :class:`DaemonCommandLine` is what it asks of the command line. The protocol
-itself is :mod:`runtime.control_protocol`.
+vault context; what it asks of the command line is ``cli.common.RegisteredCommandLine``).
+The protocol itself is :mod:`runtime.control_protocol`.
 """
 
 from __future__ import annotations
@@ -98,22 +98,3 @@ def _stream(sock: Any, path: Path) -> int | None:
                 sys.stderr.flush()
             elif kind == "exit":
                 return int(message.get("code", 1))
-
-
-# -- what the daemon's executor (runtime/handoff.py) asks of the command line ------------------
-
-class DaemonCommandLine:
-    """Parses and runs a handed-off command line for the daemon's executor."""
-
-    def parse(self, argv: list[str]) -> argparse.Namespace | None:
-        from .main import build_parser
-
-        try:
-            return build_parser().parse_args(argv)
-        except SystemExit:
-            return None
-
-    def run(self, args: argparse.Namespace) -> int:
-        from .common import _COMMANDS
-
-        return _COMMANDS[args.command](args)

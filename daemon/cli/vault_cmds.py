@@ -14,7 +14,7 @@ from typing import Any
 from ..core.config import load_config, record_default_vault, user_config_path
 from ..core.errors import WikiwrightError
 from ..runtime.context import VaultContext
-from .common import AddParser, _ago, command, emit_json, setup_logging, with_vault
+from .common import AddParser, RegisteredCommandLine, _ago, command, emit_json, setup_logging, with_vault
 
 log = logging.getLogger(__name__)
 
@@ -73,9 +73,9 @@ def build_daemon(ctx: VaultContext) -> Any:
     from ..runtime.daemon import Daemon
     from ..runtime.handoff import make_executor
     from ..runtime.schedule import periodic_jobs
-    from .handoff import DaemonCommandLine
 
-    return Daemon(ctx, extra_jobs=periodic_jobs, control=lambda daemon: make_executor(daemon, DaemonCommandLine()))
+    return Daemon(ctx, extra_jobs=periodic_jobs,
+                  control=lambda daemon: make_executor(daemon, RegisteredCommandLine()))
 
 
 @command("status")
