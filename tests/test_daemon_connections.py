@@ -156,3 +156,26 @@ def test_a_syncing_daemon_holds_one_connection_to_each_database(tmp_path: Path, 
         proc.terminate()
         proc.wait(timeout=30)
     assert os.path.exists(root / ".wikiwright" / "state.db")
+
+
+def test_a_periodic_job_missed_while_asleep_runs_once_then_a_period_later(vault: Vault) -> None:
+    """The daemon's loops are built in its __init__ and stepped one at a time: a job whose due
+    time passed five periods ago (a laptop asleep) runs once, not five times, then waits a period."""
+    from wikiwright.core.config import load_config
+    from wikiwright.runtime.context import VaultContext
+    from wikiwright.runtime.daemon import Daemon, PeriodicJob
+
+    ran: list[float] = []
+    with VaultContext(load_config(vault.root), vault) as ctx:
+        daemon = Daemon(ctx, extra_jobs=[PeriodicJob("tick", 60.0, lambda: ran.append(time.time()))])
+        assert {"rescan", "git-housekeeping", "logs-commit", "tick"} <= set(daemon.jobs)
+        assert [w.name for w in daemon.workers] == [f"worker-{n + 1}" for n in range(ctx.config.ingest.workers)]
+        assert not ctx.opened("ledger") and not ctx.opened("door")  # building the daemon opened nothing
+        loop = daemon.jobs["tick"]
+        loop.due = time.time() - 5 * 60.0
+        loop.once()
+        assert len(ran) == 1 and loop.runs == 1
+        assert loop.due >= ran[0] + 60.0 - 1e-6  # the next run a whole period after this one
+        daemon.stop_requested.set()
+        loop.once()  # stopped: waits for nothing and runs nothing
+        assert len(ran) == 1
