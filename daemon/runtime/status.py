@@ -7,16 +7,23 @@ import json
 import time
 from typing import Any
 
+from ..core.config import Config
 from ..core.fsutil import cas_mode
-from ..core.vault import VaultLock
+from ..core.vault import Vault, VaultLock
 from ..runtime.context import VaultContext
 from ..runtime.diskspace import disk_full_status
 
 STALE_HEARTBEAT = 30.0
 
 
-def gather(ctx: VaultContext, *, recent: int = 5) -> dict[str, Any]:
-    """Read only: the context's ledger, repository and (when llm.db exists) cost ledger."""
+def gather(ctx: VaultContext | Config, vault: Vault | None = None, *, recent: int = 5) -> dict[str, Any]:
+    """Read only: the context's ledger, repository and (when llm.db exists) cost ledger. Given
+    a Config and a Vault instead (a caller with no context of its own), a read-only context
+    is opened for the call."""
+    if not isinstance(ctx, VaultContext):
+        assert vault is not None, "gather(config, vault) needs the vault"
+        with VaultContext(ctx, vault, write=False) as own:
+            return gather(own, recent=recent)
     config, vault, ledger = ctx.config, ctx.vault, ctx.ledger
     counts = ledger.counts()
     # Daily logs wait for the consolidation gate, not in the ingest queue: counted apart.
