@@ -179,3 +179,33 @@ def test_a_periodic_job_missed_while_asleep_runs_once_then_a_period_later(vault:
         daemon.stop_requested.set()
         loop.once()  # stopped: waits for nothing and runs nothing
         assert len(ran) == 1
+
+
+def test_the_context_s_one_state_connection_takes_every_table_group_in_one_nestable_atomic(vault: Vault) -> None:
+    """The ledger, notices and the review store are table groups on the context's one state.db
+    connection: one atomic() holds them all; a nested one is a savepoint of it."""
+    from wikiwright.core.config import load_config
+    from wikiwright.runtime.context import VaultContext
+    from wikiwright.wiki.reviewfile import proposal
+
+    class Undone(Exception):
+        pass
+
+    with VaultContext(load_config(vault.root), vault) as ctx:
+        item = proposal("held-back", "a proposal written with the ledger", ())
+        with pytest.raises(Undone), ctx.atomic():
+            ctx.ledger.set_kv("outer", "1")
+            ctx.reviews.add(item)
+            ctx.ledger.set_notice("test", "said inside")
+            raise Undone
+        assert ctx.ledger.get_kv("outer") == "" and ctx.reviews.get(item.id) is None
+        assert "test" not in {key for key, _, _ in ctx.ledger.notices()}
+        with ctx.atomic():
+            ctx.ledger.set_kv("outer", "kept")
+            with pytest.raises(Undone), ctx.atomic():
+                ctx.ledger.set_kv("inner", "undone")
+                raise Undone
+            ctx.reviews.add(item)
+        assert ctx.ledger.get_kv("outer") == "kept" and ctx.ledger.get_kv("inner") == ""
+        assert ctx.reviews.get(item.id) is not None
+        assert _open_databases("self", vault.state)["state.db"] == 1

@@ -65,6 +65,7 @@ class VaultContext:
         self._parts: dict[str, Any] = {}
         self._opened: list[str] = []  # in order, closed in reverse
         self._lock = threading.RLock()  # first uses may race (the daemon's threads)
+        self._opening: dict[str, threading.Lock] = {}
         self._closed = False
 
     @classmethod
@@ -87,11 +88,16 @@ class VaultContext:
         with self._lock:
             if self._closed:
                 raise WikiwrightError("the vault context is closed")
+            # One lock per part: opening the door (its recovery waits for the vault's write
+            # lock) never holds up a thread asking for another part.
+            opening = self._opening.setdefault(name, threading.Lock())
+        with opening:
             part = self._parts.get(name)
             if part is None:
                 part = make()
-                self._parts[name] = part
-                self._opened.append(name)
+                with self._lock:
+                    self._parts[name] = part
+                    self._opened.append(name)
             return part
 
     def opened(self, name: str) -> bool:
@@ -114,7 +120,8 @@ class VaultContext:
             # holds a lock on the file, so a migration check later would leave one behind.
             ReviewStore.migrate(self.vault.db_path)
             ledger = Ledger(self.vault.db_path)
-            self._parts["reviews"] = ReviewStore.on(ledger, migrated=True)
+            with self._lock:
+                self._parts["reviews"] = ReviewStore.on(ledger, migrated=True)
             return ledger
 
         return self._part("ledger", make)
