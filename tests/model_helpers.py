@@ -17,8 +17,8 @@ def use_model(services: Services, server: ScriptedServer, **llm: Any) -> ModelPl
     """Swap the services' pipeline for one planning with the scripted model."""
     config = server.config(services.config, **llm)
     services.config = config
-    ctx = services.ctx
-    client = LLMClient(config, services.vault, services.ledger, costs=ctx.costs)
+    costs = services.ctx.costs if services.ctx is not None else None
+    client = LLMClient(config, services.vault, services.ledger, costs=costs)
     planner = ModelPlanner(config, services.vault, services.ledger, services.catalog, client=client)
     planner.client.backoff_seconds = 0.01
     # A door on the context's parts with the model's config (the pipeline reads its [llm] limits).

@@ -55,7 +55,7 @@ def test_429_with_a_long_retry_after_pauses_the_queue_and_the_source_stays_pendi
     assert a is not None and a.state == "pending" and a.not_before > time.time() + 100
     assert "429" in a.reason
     assert "model unavailable" in notices(services)
-    data = gather(services.ctx)
+    data = gather(services.config, services.vault)
     assert any("429" in n["message"] for n in data["notices"])
 
 
