@@ -244,6 +244,9 @@ class Daemon:
         services = self.ctx.ingest_services(stop=self.stop_requested, work_ready=self.work_ready, check_model=False)
         self.pipeline: Pipeline = services.pipeline
         self.registrar = services.registrar
+        model_planner: Any = services.planner if self.config.llm.enabled else None
+        if model_planner is not None:
+            model_planner.client.api_key()  # a missing key stops the start at once, with its message
         self.tracker = StabilityTracker(self.config.watch, self.registrar)
         self.watcher = Watcher(self.vault, self.config.watch, self.tracker)
         # Start watching first, then rescan: a file landing in between is seen by one of them.
@@ -256,12 +259,10 @@ class Daemon:
         if self._control_factory is not None:
             control = ControlServer(self.vault.state, self._control_factory(self))
             self.control = control if control.start() else None  # without it, commands run on their own
-        if not self.config.llm.enabled:
+        if model_planner is None:
             self.model_ready.set()
         else:
-            planner: Any = services.planner
-            planner.client.api_key()  # a missing key stops the start at once, with its message
-            self._load_model_in_background(planner)
+            self._load_model_in_background(model_planner)
         self.work_ready.set()
         engine = self.pipeline.planner.engine
         log.info("watching %s (engine: %s, %d worker(s))", self.vault.root, engine, self.config.ingest.workers)
@@ -270,7 +271,6 @@ class Daemon:
         for job in self.jobs.values():
             self._spawn(job)
         self.write_heartbeat()
-
 
     def _load_model_in_background(self, planner: Any) -> None:
         """Import litellm and check the model string off the start path (it takes seconds)."""
