@@ -68,14 +68,15 @@ def setup_logging(verbose: int, default: int = logging.WARNING) -> None:
         logging.getLogger(noisy).setLevel(max(level, logging.WARNING))
 
 
-def with_vault(*, write: bool) -> Callable[[VaultHandler], Handler]:
+def with_vault(*, write: bool | Callable[[argparse.Namespace], bool]) -> Callable[[VaultHandler], Handler]:
     """A command that works on a vault: its handler gets the process's :class:`VaultContext`.
 
     Run by the daemon for a client, that is the daemon's own context (every command it serves
     shares it: one connection to each database, one door); else one opened for the command
     (the one naming rule: ``--vault``, ``WIKIWRIGHT_VAULT`` and the working folder, the user
     config's default vault) and closed when it ends. ``write=False``: a command that only
-    reads; its context opens nothing that writes (no door, no recovery)."""
+    reads; its context opens nothing that writes (no door, no recovery); a function of the
+    arguments when that depends on them (``consolidate --dry-run``)."""
 
     def wrap(func: VaultHandler) -> Handler:
         @functools.wraps(func)
@@ -85,7 +86,8 @@ def with_vault(*, write: bool) -> Callable[[VaultHandler], Handler]:
             shared = serving_context()
             if shared is not None:
                 return func(args, shared)
-            with VaultContext.find(getattr(args, "vault", None), write=write) as ctx:
+            writes = write(args) if callable(write) else write
+            with VaultContext.find(getattr(args, "vault", None), write=writes) as ctx:
                 return func(args, ctx)
 
         return handler

@@ -95,7 +95,7 @@ def cmd_hook(args: argparse.Namespace) -> int:
 
 
 @command("consolidate")
-@with_vault(write=True)
+@with_vault(write=lambda args: not (args.dry_run or args.check))  # those two write nothing
 def cmd_consolidate(args: argparse.Namespace, ctx: VaultContext) -> int:
     from ..intake.ledger import Ledger
     from ..memory.consolidate import Consolidator, dry_run_report
@@ -107,13 +107,13 @@ def cmd_consolidate(args: argparse.Namespace, ctx: VaultContext) -> int:
     scratch = Ledger(Path(":memory:")) if read_only and not vault.db_path.exists() else None
     consolidator = None
     try:
-        if scratch is not None:
-            consolidator = Consolidator(config, vault, scratch)
+        if read_only:  # the ledger alone: the catalogue is not opened (opening it writes its file)
+            consolidator = Consolidator(config, vault, scratch or ctx.ledger)
         else:
             # The context's parts; run by the daemon, its door too (else the run makes its own
             # door on these parts and reports the recovery it runs).
             consolidator = Consolidator(config, vault, ctx.ledger, ctx.catalog, ctx.repo,
-                                        llm=ctx.llm_client() if config.llm.enabled and not read_only else None,
+                                        llm=ctx.llm_client() if config.llm.enabled else None,
                                         door=ctx.door if ctx.opened("door") else None)
         if args.dry_run:
             sys.stdout.write(dry_run_report(consolidator))

@@ -83,7 +83,7 @@ def _print_answer(answer: Any) -> None:
 
 
 @command("ask")
-@with_vault(write=True)
+@with_vault(write=lambda args: bool(args.save))  # a plain question writes nothing
 def cmd_ask(args: argparse.Namespace, ctx: VaultContext) -> int:
     from datetime import date
 
