@@ -131,6 +131,7 @@ def daemon_in_process(vault: Any) -> Iterator[Any]:
     """The daemon `wikiwright run` builds (runtime/daemon.py, its jobs and control socket), set
     up in this process on a VaultContext of its own: its threads run; the test may step any of
     its loops (``daemon.jobs[name]``). Stopped and torn down, the context closed, at the end."""
+    import wikiwright.cli.main  # noqa: F401  (registers the parser the control socket's executor uses)
     from wikiwright.cli.vault_cmds import build_daemon
     from wikiwright.core.config import load_config
     from wikiwright.runtime.context import VaultContext

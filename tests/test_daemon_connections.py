@@ -11,6 +11,7 @@ model, a consolidation run left its model client's llm.db connection open every 
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import sys
@@ -81,8 +82,14 @@ def _ingested(daemon: object, rel: str) -> bool:
     return record is not None and record.state == "ingested"
 
 
+def _served(caplog: pytest.LogCaptureFixture, command: str) -> bool:
+    """The daemon ran ``command`` for a client (not declined, not run in the client's process)."""
+    return any(f"`{command}` for a client: exit" in record.getMessage() for record in caplog.records)
+
+
 def test_an_offline_daemon_with_a_remote_holds_one_connection_to_each_database(
-        vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="wikiwright.runtime.handoff")
     remote = _with_remote(tmp_path, vault.root)
     _quiet_jobs(monkeypatch)
     CostLedger(vault.state / "llm.db").close()  # spend from an earlier run: status reads it
@@ -97,7 +104,7 @@ def test_an_offline_daemon_with_a_remote_holds_one_connection_to_each_database(
         # Commands handed to the daemon run on its context too (status reads llm.db's spend).
         for command in (["status"], ["lint"], ["ask", "tide tables"], ["consolidate", "--check"]):
             done = cli(*command, "--vault", str(vault.root))
-            assert "running here" not in done.stderr and done.returncode in (0, 1), (command, done.stderr)
+            assert done.returncode in (0, 1) and _served(caplog, command[0]), (command, done.stderr)
         counts = _open_databases("self", vault.state)
         assert {name: counts[name] for name in DATABASES} == dict.fromkeys(DATABASES, 1), counts
         assert set(counts) <= set(DATABASES), counts
@@ -105,7 +112,8 @@ def test_an_offline_daemon_with_a_remote_holds_one_connection_to_each_database(
 
 
 def test_a_daemon_with_a_model_shares_its_cost_ledger_with_every_job(
-        vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="wikiwright.runtime.handoff")
     _with_remote(tmp_path, vault.root)
     _quiet_jobs(monkeypatch)
     ingest = reply({"op": "create_page", "page": "tide-tables", "type": "concept", "title": "Tide tables",
@@ -124,7 +132,7 @@ def test_a_daemon_with_a_model_shares_its_cost_ledger_with_every_job(
             _step(daemon, "consolidation", "lint", "consolidation", "sync")
             for command in (["status"], ["ask", "tide tables"]):
                 done = cli(*command, "--vault", str(vault.root))
-                assert "running here" not in done.stderr, (command, done.stderr)
+                assert _served(caplog, command[0]), (command, done.stderr)
             counts = _open_databases("self", vault.state)
             assert counts["state.db"] == 1 and counts["catalog.db"] == 1 and counts["llm.db"] == 1, counts
             assert counts["terms.db"] <= 1, counts  # the model plans: the offline term index may stay shut

@@ -33,6 +33,8 @@ class RegisteredCommandLine:
     these registries keeps cli/ free of import circles (`run` needs every command)."""
 
     def parse(self, argv: list[str]) -> argparse.Namespace | None:
+        if not _PARSER:  # cli/main.py not imported: the command line is not there to parse it
+            return None
         try:
             return _PARSER[0]().parse_args(argv)
         except SystemExit:
