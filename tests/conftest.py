@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -12,11 +13,11 @@ from pathlib import Path
 import pytest
 from wikiwright.core.config import Config, WatchConfig, load_config
 from wikiwright.core.vault import Vault
-from wikiwright.door import Door
 from wikiwright.door.init import init_vault
 from wikiwright.ingest.pipeline import Pipeline
 from wikiwright.intake.ledger import Ledger
 from wikiwright.intake.watch import Registrar
+from wikiwright.runtime.context import VaultContext
 from wikiwright.vcs.repo import GitRepo
 from wikiwright.wiki.catalog import Catalog
 
@@ -72,6 +73,7 @@ class Services:
     repo: GitRepo
     pipeline: Pipeline
     registrar: Registrar
+    ctx: VaultContext | None = None  # None: parts a test wired by hand
 
     def drop(self, name: str, data: bytes | str) -> Path:
         """Put a file into raw/ and register it as the watcher would once it is stable."""
@@ -90,17 +92,11 @@ class Services:
 
 @pytest.fixture
 def services(config: Config, vault: Vault) -> Iterator[Services]:
-    import threading
-
-    ledger = Ledger(vault.db_path)
-    catalog = Catalog(vault)
-    catalog.refresh()
-    repo = GitRepo(vault.root, config.git.author_name, config.git.author_email, lock_retry_seconds=2)
-    pipeline = Pipeline(Door(config, vault, ledger, catalog, repo))
-    registrar = Registrar(vault, ledger, config.ingest.max_source_bytes, threading.Event())
-    yield Services(config, vault, ledger, catalog, repo, pipeline, registrar)
-    ledger.close()
-    catalog.close()
+    """The vault's context and its ingest wiring, as a process opens them (git lock waits short)."""
+    ctx = VaultContext(config.replace(git=dataclasses.replace(config.git, lock_retry_seconds=2)), vault)
+    wired = ctx.ingest_services()
+    yield Services(config, vault, ctx.ledger, ctx.catalog, ctx.repo, wired.pipeline, wired.registrar, ctx)
+    ctx.close()
 
 
 def fast_watch() -> WatchConfig:

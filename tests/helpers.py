@@ -124,3 +124,27 @@ class NotifySocket:
         self._stop.set()
         self._thread.join(timeout=2)
         self.sock.close()
+
+
+@contextmanager
+def daemon_in_process(vault: Any) -> Iterator[Any]:
+    """The daemon `wikiwright run` builds (runtime/daemon.py, its jobs and control socket), set
+    up in this process on a VaultContext of its own: its threads run; the test may step any of
+    its loops (``daemon.jobs[name]``). Stopped and torn down, the context closed, at the end."""
+    import wikiwright.cli.main  # noqa: F401  (registers the parser the control socket's executor uses)
+    from wikiwright.cli.vault_cmds import build_daemon
+    from wikiwright.core.config import load_config
+    from wikiwright.runtime.context import VaultContext
+
+    out, err = sys.stdout, sys.stderr  # the control executor routes them; put back afterwards
+    ctx = VaultContext(load_config(vault.root), vault)
+    daemon = build_daemon(ctx)
+    daemon._lock.acquire()
+    try:
+        daemon.setup()
+        yield daemon
+    finally:
+        daemon.stop_requested.set()
+        daemon.teardown()
+        ctx.close()
+        sys.stdout, sys.stderr = out, err

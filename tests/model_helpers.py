@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from wikiwright.door import Door
+from wikiwright.ingest.llm import LLMClient
 from wikiwright.ingest.llm_planner import ModelPlanner
-from wikiwright.ingest.pipeline import Pipeline
+from wikiwright.runtime.context import wire_ingest
 
 from tests.conftest import Services
 from tests.llm_server import ScriptedServer
@@ -16,10 +17,13 @@ def use_model(services: Services, server: ScriptedServer, **llm: Any) -> ModelPl
     """Swap the services' pipeline for one planning with the scripted model."""
     config = server.config(services.config, **llm)
     services.config = config
-    planner = ModelPlanner(config, services.vault, services.ledger, services.catalog)
+    costs = services.ctx.costs if services.ctx is not None else None
+    client = LLMClient(config, services.vault, services.ledger, costs=costs)
+    planner = ModelPlanner(config, services.vault, services.ledger, services.catalog, client=client)
     planner.client.backoff_seconds = 0.01
-    services.pipeline = Pipeline(Door(config, services.vault, services.ledger, services.catalog, services.repo),
-                                 planner=planner)
+    # A door on the context's parts with the model's config (the pipeline reads its [llm] limits).
+    door = Door(config, services.vault, services.ledger, services.catalog, services.repo)
+    services.pipeline = wire_ingest(door, planner).pipeline
     return planner
 
 

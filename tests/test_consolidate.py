@@ -323,7 +323,8 @@ def test_index_stays_within_its_budget() -> None:
 
 
 def test_scheduler_registers_the_gate_check(config: Config, vault: Vault) -> None:
+    from wikiwright.runtime.context import VaultContext
     from wikiwright.runtime.schedule import periodic_jobs
 
-    jobs = {job.name: job for job in periodic_jobs(config, vault)}
+    jobs = {job.name: job for job in periodic_jobs(VaultContext(config, vault))}
     assert jobs["consolidation"].seconds == config.consolidation.check_interval_minutes * 60

@@ -153,7 +153,7 @@ def test_commands_that_need_no_model_never_import_litellm(tmp_path: Path) -> Non
     script = (
         "import json, sys\n"
         "from wikiwright.cli.main import main\n"
-        "heavy = ('litellm', 'git', 'watchdog', 'apscheduler')\n"
+        "heavy = ('litellm', 'git', 'watchdog', 'apscheduler', 'wikiwright.door')\n"
         "seen = []\n"
         "for args in json.loads(sys.argv[2]):\n"
         "    code = main([*args, '--vault', sys.argv[1]])\n"
@@ -201,3 +201,70 @@ def test_a_daemon_whose_model_cannot_load_tells_the_waiting_client_why(
     status = cli("status", "--json", "--vault", str(root))
     assert status.returncode == 0, status.stderr
     assert [row["path"] for row in json.loads(status.stdout)["pending"]] == ["raw/note.md"]
+
+
+def _cli_imports() -> dict[str, set[str]]:
+    """For each module of cli/, the cli/ modules it imports (at the top or inside a function)."""
+    import ast
+
+    folder = Path(__file__).resolve().parent.parent / "daemon" / "cli"
+    names = {path.stem for path in folder.glob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for path in folder.glob("*.py"):
+        found: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                module = node.module or ""
+                if node.level == 1:  # from . import x / from .x import y
+                    found |= {module.split(".")[0]} if module else {a.name for a in node.names}
+                elif node.level == 2 and module.startswith("cli"):
+                    found |= {module.split(".")[1]} if "." in module else {a.name for a in node.names}
+            elif isinstance(node, ast.Import):
+                found |= {a.name.split(".")[2] for a in node.names if a.name.startswith("wikiwright.cli.")}
+        graph[path.stem] = (found & names) - {path.stem}
+    return graph
+
+
+def test_the_command_line_has_no_import_circle_and_the_daemon_side_lives_in_runtime() -> None:
+    """Daemon-side code is not in cli/ (issue 24: `cli/handoff.py` held the daemon's executor and
+    reached into `cli/ingest_cmds.py`'s private functions, a circle through `common.py`)."""
+    graph = _cli_imports()
+    circles = []
+
+    def visit(node: str, path: list[str]) -> None:
+        for nxt in sorted(graph.get(node, ())):
+            if nxt in path:
+                circles.append([*path[path.index(nxt):], nxt])
+            elif len(path) < len(graph):
+                visit(nxt, [*path, nxt])
+
+    for start in sorted(graph):
+        visit(start, [start])
+    assert not circles, circles[:5]
+    assert graph["handoff"] == set()  # the client half: nothing else of cli/
+    from wikiwright.runtime import handoff
+
+    assert callable(handoff.make_executor) and callable(handoff.ingest_in_daemon)
+
+
+def test_status_of_a_vault_that_syncs_imports_neither_the_door_nor_gitpython(tmp_path: Path) -> None:
+    """With git.remote set, status still shows the sync line (ahead/behind, the last round) from
+    the ledger and the refs. Old code: it imported door/sync.py, and with it the door."""
+    root = new_vault(tmp_path)
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    subprocess.run(["git", "-C", str(root), "remote", "add", "origin", str(remote)], check=True)
+    script = (
+        "import json, sys\n"
+        "from wikiwright.cli.main import main\n"
+        "code = main(['status', '--json', '--vault', sys.argv[1]])\n"
+        "heavy = ('git', 'wikiwright.door', 'watchdog', 'apscheduler', 'litellm')\n"
+        "print(json.dumps({'code': code, 'loaded': [m for m in heavy if m in sys.modules]}), file=sys.stderr)\n"
+    )
+    env = {**os.environ, "WIKIWRIGHT_GIT_REMOTE": "origin"}
+    result = subprocess.run([sys.executable, "-c", script, str(root)], env=env, capture_output=True, text=True,
+                            timeout=120)
+    seen = json.loads(result.stderr.strip().splitlines()[-1])
+    assert seen == {"code": 0, "loaded": []}, seen
+    shown = json.loads(result.stdout)
+    assert shown["sync"]["enabled"] is True and shown["sync"]["remote"] == "origin", shown["sync"]

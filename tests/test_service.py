@@ -26,6 +26,7 @@ import pytest
 from wikiwright.core.config import load_config
 from wikiwright.core.logsetup import LOG_FILE_NAME, escape_controls, log_dir, make_handler, redact
 from wikiwright.core.vault import Vault
+from wikiwright.runtime.context import VaultContext
 from wikiwright.runtime.daemon import Daemon
 from wikiwright.runtime.service import LAUNCHD_LABEL, render_plist, render_unit, systemd_escape
 
@@ -189,7 +190,7 @@ def test_no_watchdog_ping_while_a_part_is_dead(vault: Vault, tmp_path: Path, mon
     notify = NotifySocket(tmp_path / "notify.sock")
     monkeypatch.setenv("NOTIFY_SOCKET", str(notify.path))
     monkeypatch.setenv("WATCHDOG_USEC", "200000")
-    daemon = Daemon(load_config(vault.root), vault)
+    daemon = Daemon(VaultContext(load_config(vault.root), vault))
     daemon._lock.acquire()
     try:
         daemon.setup()

@@ -3,20 +3,45 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import logging
-import os
 import sys
 import time
 from collections.abc import Callable
 from typing import Any
 
-from ..core.config import Config, load_config
+from ..runtime.context import VaultContext
 
 log = logging.getLogger("wikiwright")
 
 Handler = Callable[[argparse.Namespace], int]
+VaultHandler = Callable[[argparse.Namespace, VaultContext], int]
 _COMMANDS: dict[str, Handler] = {}
+
+
+_PARSER: list[Callable[[], argparse.ArgumentParser]] = []  # main.py registers build_parser
+
+
+def register_parser(build: Callable[[], argparse.ArgumentParser]) -> None:
+    _PARSER[:] = [build]
+
+
+class RegisteredCommandLine:
+    """The command line as the daemon's executor (runtime/handoff.py) asks for it: the parser
+    main.py registered and the handlers the @command decorator registered. Reaching them through
+    these registries keeps cli/ free of import circles (`run` needs every command)."""
+
+    def parse(self, argv: list[str]) -> argparse.Namespace | None:
+        if not _PARSER:  # cli/main.py not imported: the command line is not there to parse it
+            return None
+        try:
+            return _PARSER[0]().parse_args(argv)
+        except SystemExit:
+            return None
+
+    def run(self, args: argparse.Namespace) -> int:
+        return _COMMANDS[args.command](args)
 
 
 def command(name: str) -> Callable[[Handler], Handler]:
@@ -30,7 +55,7 @@ def command(name: str) -> Callable[[Handler], Handler]:
 # -- shared helpers ------------------------------------------------------------------------
 
 def setup_logging(verbose: int, default: int = logging.WARNING) -> None:
-    from .handoff import serving
+    from ..runtime.handoff import serving
 
     if serving():
         return  # a command the daemon runs for a client: the daemon's logging stays as it is
@@ -41,17 +66,35 @@ def setup_logging(verbose: int, default: int = logging.WARNING) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
-    for noisy in ("watchdog", "apscheduler", "git", "LiteLLM", "litellm", "httpx"):
+    for noisy in ("watchdog", "git", "LiteLLM", "litellm", "httpx"):
         logging.getLogger(noisy).setLevel(max(level, logging.WARNING))
 
 
-def open_vault(args: argparse.Namespace) -> tuple[Config, Any]:
-    """Config and vault for a command that works on a vault (the one naming rule)."""
-    from ..core.vault import find_vault
+def with_vault(*, write: bool | Callable[[argparse.Namespace], bool]) -> Callable[[VaultHandler], Handler]:
+    """A command that works on a vault: its handler gets the process's :class:`VaultContext`.
 
-    base = load_config(None)
-    vault = find_vault(getattr(args, "vault", None), os.environ, base.default_vault)
-    return load_config(vault.root), vault
+    Run by the daemon for a client, that is the daemon's own context (every command it serves
+    shares it: one connection to each database, one door); else one opened for the command
+    (the one naming rule: ``--vault``, ``WIKIWRIGHT_VAULT`` and the working folder, the user
+    config's default vault) and closed when it ends. ``write=False``: a command that only
+    reads; its context opens nothing that writes (no door, no recovery); a function of the
+    arguments when that depends on them (``consolidate --dry-run``)."""
+
+    def wrap(func: VaultHandler) -> Handler:
+        @functools.wraps(func)
+        def handler(args: argparse.Namespace) -> int:
+            from ..runtime.handoff import serving_context
+
+            shared = serving_context()
+            if shared is not None:
+                return func(args, shared)
+            writes = write(args) if callable(write) else write
+            with VaultContext.find(getattr(args, "vault", None), write=writes) as ctx:
+                return func(args, ctx)
+
+        return handler
+
+    return wrap
 
 
 def emit_json(data: Any) -> None:

@@ -6,7 +6,8 @@ import argparse
 import logging
 
 from ..core.opkinds import OpKind
-from .common import AddParser, command, emit_json, open_vault
+from ..runtime.context import VaultContext
+from .common import AddParser, command, emit_json, with_vault
 
 log = logging.getLogger(__name__)
 
@@ -29,29 +30,17 @@ def add_parsers(add: AddParser) -> None:
 
 
 @command("history")
-def cmd_history(args: argparse.Namespace) -> int:
+@with_vault(write=False)
+def cmd_history(args: argparse.Namespace, ctx: VaultContext) -> int:
     from ..history.view import format_operation, operations, page_path
-    from ..intake.ledger import Ledger
-    from ..vcs.repo import GitRepo
-    from ..wiki.catalog import Catalog
 
-    config, vault = open_vault(args)
-    repo = GitRepo(vault.root, config.git.author_name, config.git.author_email)
-    path = None
-    if args.page:
-        catalog = Catalog(vault)
-        try:
-            path = page_path(vault, catalog, repo, args.page)
-        finally:
-            catalog.close()
+    repo = ctx.repo
+    path = page_path(ctx.vault, ctx.catalog, repo, args.page) if args.page else None
     aliases: dict[str, str] = {}
     if args.source:
-        ledger = Ledger(vault.db_path)
-        try:
-            aliases = {r.page.rsplit("/", 1)[-1].casefold(): r.path for r in ledger.sources()}
-            aliases.update({r.sha256[:12]: r.path for r in ledger.sources()})
-        finally:
-            ledger.close()
+        sources = ctx.ledger.sources()
+        aliases = {r.page.rsplit("/", 1)[-1].casefold(): r.path for r in sources}
+        aliases.update({r.sha256[:12]: r.path for r in sources})
     ops = operations(repo, path=path, source=args.source, since=args.since, kind=args.kind,
                      limit=args.limit, source_aliases=aliases)
     if args.json:
@@ -68,13 +57,11 @@ def cmd_history(args: argparse.Namespace) -> int:
 
 
 @command("revert")
-def cmd_revert(args: argparse.Namespace) -> int:
-    from ..door import Door
+@with_vault(write=True)
+def cmd_revert(args: argparse.Namespace, ctx: VaultContext) -> int:
     from ..history.revert import revert_ingest
 
-    config, vault = open_vault(args)
-    with Door.open(config, vault) as door:
-        result = revert_ingest(door, args.ingest)
+    result = revert_ingest(ctx.door, args.ingest)
     ref = result.ingest
     print(f"Reverted the ingest of {ref.source_path} ({ref.commit.sha[:10]})"
           + (f" in commit {result.commit[:10]}" if result.commit else " (nothing left to change)"))
@@ -93,13 +80,11 @@ def cmd_revert(args: argparse.Namespace) -> int:
 
 
 @command("retract")
-def cmd_retract(args: argparse.Namespace) -> int:
-    from ..door import Door
+@with_vault(write=True)
+def cmd_retract(args: argparse.Namespace, ctx: VaultContext) -> int:
     from ..history.retract import retract_source
 
-    config, vault = open_vault(args)
-    with Door.open(config, vault) as door:
-        result = retract_source(door, args.source, reason=args.reason or "")
+    result = retract_source(ctx.door, args.source, reason=args.reason or "")
     print(f"Retracted {result.source.path}" + (f" in commit {result.commit[:10]}" if result.commit else ""))
     for line in result.retracted:
         print(f"  struck as retracted: {line}")

@@ -27,7 +27,7 @@ from . import (
     upkeep_cmds,
     vault_cmds,
 )
-from .common import _COMMANDS, setup_logging
+from .common import _COMMANDS, register_parser, setup_logging
 
 # Each module registers its commands (the @command decorator) and their parsers (add_parsers).
 COMMAND_MODULES = (vault_cmds, upkeep_cmds, ingest_cmds, memory_cmds, hooks_cmds, mcp_cmds, query_cmds,
@@ -54,6 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
     for module in COMMAND_MODULES:
         module.add_parsers(add)
     return parser
+
+
+register_parser(build_parser)  # for the daemon's executor of handed-off commands
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import logging
 
-from .common import AddParser, command, open_vault, setup_logging
+from ..runtime.context import VaultContext
+from .common import AddParser, command, setup_logging, with_vault
 
 
 def add_parsers(add: AddParser) -> None:
@@ -14,9 +15,9 @@ def add_parsers(add: AddParser) -> None:
 
 
 @command("mcp")
-def cmd_mcp(args: argparse.Namespace) -> int:
+@with_vault(write=True)
+def cmd_mcp(args: argparse.Namespace, ctx: VaultContext) -> int:
     from ..runtime.mcp_server import serve
 
     setup_logging(args.verbose, logging.WARNING)  # stderr only: stdout carries the protocol
-    config, vault = open_vault(args)
-    return serve(config, vault)
+    return serve(ctx)

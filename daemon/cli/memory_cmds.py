@@ -11,7 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .common import AddParser, command, emit_json, open_vault, setup_logging
+from ..runtime.context import VaultContext
+from .common import AddParser, command, emit_json, setup_logging, with_vault
 
 log = logging.getLogger(__name__)
 
@@ -38,10 +39,11 @@ def add_parsers(add: AddParser) -> None:
 
 
 @command("log")
-def cmd_log(args: argparse.Namespace) -> int:
+@with_vault(write=False)  # an append to today's daily log: no database, no door
+def cmd_log(args: argparse.Namespace, ctx: VaultContext) -> int:
     from ..memory.dailylog import append_session
 
-    _config, vault = open_vault(args)
+    vault = ctx.vault
     text = sys.stdin.read() if args.text == ["-"] else " ".join(args.text)
     result = append_session(vault.logs, text, section=args.section, label=args.label or "", counted=args.session)
     if result is None:
@@ -69,7 +71,7 @@ def cmd_hook(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGALRM, expired)
     signal.alarm(deadline)
     try:
-        _config, vault = open_vault(args)
+        vault = VaultContext.find(getattr(args, "vault", None), write=False).vault  # its path alone
         if args.kind == "claude-code":
             raw = sys.stdin.read(1 << 20)
             payload = json.loads(raw) if raw.strip() else {}
@@ -93,18 +95,26 @@ def cmd_hook(args: argparse.Namespace) -> int:
 
 
 @command("consolidate")
-def cmd_consolidate(args: argparse.Namespace) -> int:
+@with_vault(write=lambda args: not (args.dry_run or args.check))  # those two write nothing
+def cmd_consolidate(args: argparse.Namespace, ctx: VaultContext) -> int:
     from ..intake.ledger import Ledger
     from ..memory.consolidate import Consolidator, dry_run_report
 
     setup_logging(args.verbose, logging.INFO)
-    config, vault = open_vault(args)
+    config, vault = ctx.config, ctx.vault
     read_only = args.dry_run or args.check
     # --dry-run and --check write nothing, not even a fresh state database.
-    ledger = Ledger(Path(":memory:") if read_only and not vault.db_path.exists() else vault.db_path)
+    scratch = Ledger(Path(":memory:")) if read_only and not vault.db_path.exists() else None
     consolidator = None
     try:
-        consolidator = Consolidator(config, vault, ledger)
+        if read_only:  # the ledger alone: the catalogue is not opened (opening it writes its file)
+            consolidator = Consolidator(config, vault, scratch or ctx.ledger)
+        else:
+            # The context's parts; run by the daemon, its door too (else the run makes its own
+            # door on these parts and reports the recovery it runs).
+            consolidator = Consolidator(config, vault, ctx.ledger, ctx.catalog, ctx.repo,
+                                        llm=ctx.llm_client() if config.llm.enabled else None,
+                                        door=ctx.door if ctx.opened("door") else None)
         if args.dry_run:
             sys.stdout.write(dry_run_report(consolidator))
             return 0
@@ -136,4 +146,5 @@ def cmd_consolidate(args: argparse.Namespace) -> int:
     finally:
         if consolidator is not None:
             consolidator.close()
-        ledger.close()
+        if scratch is not None:
+            scratch.close()

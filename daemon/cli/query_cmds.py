@@ -8,7 +8,8 @@ import sys
 import time
 from typing import Any
 
-from .common import AddParser, command, emit_json, open_vault
+from ..runtime.context import VaultContext
+from .common import AddParser, command, emit_json, with_vault
 
 log = logging.getLogger(__name__)
 
@@ -27,16 +28,11 @@ def add_parsers(add: AddParser) -> None:
 
 
 @command("search")
-def cmd_search(args: argparse.Namespace) -> int:
+@with_vault(write=False)
+def cmd_search(args: argparse.Namespace, ctx: VaultContext) -> int:
     from ..query.query import describe_claim, search
-    from ..wiki.catalog import Catalog
 
-    _config, vault = open_vault(args)
-    catalog = Catalog(vault)
-    try:
-        results = search(vault, catalog, args.query, args.limit)
-    finally:
-        catalog.close()
+    results = search(ctx.vault, ctx.catalog, args.query, args.limit)
     if args.json:
         emit_json({"query": args.query, "results": [r.to_json() for r in results]})
         return 0
@@ -55,16 +51,10 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 
 @command("reindex")
-def cmd_reindex(args: argparse.Namespace) -> int:
-    from ..wiki.catalog import Catalog
-
-    _config, vault = open_vault(args)
+@with_vault(write=False)  # the catalogue is a cache of the pages: rebuilding it writes no vault file
+def cmd_reindex(args: argparse.Namespace, ctx: VaultContext) -> int:
     started = time.monotonic()
-    catalog = Catalog(vault)
-    try:
-        count = catalog.rebuild()
-    finally:
-        catalog.close()
+    count = ctx.catalog.rebuild()
     print(f"Rebuilt the search catalogue: {count} pages in {time.monotonic() - started:.2f}s")
     return 0
 
@@ -93,35 +83,22 @@ def _print_answer(answer: Any) -> None:
 
 
 @command("ask")
-def cmd_ask(args: argparse.Namespace) -> int:
+@with_vault(write=lambda args: bool(args.save))  # a plain question writes nothing
+def cmd_ask(args: argparse.Namespace, ctx: VaultContext) -> int:
     from datetime import date
 
-    from ..door import Door
-    from ..intake.ledger import Ledger
     from ..query.query import ask, save_answer
-    from ..wiki.catalog import Catalog
 
-    config, vault = open_vault(args)
     question = " ".join(args.question)
-    if args.save:
-        with Door.open(config, vault) as door:
-            answer = ask(config, vault, door.catalog, door.ledger, question)
-            if args.json:
-                emit_json(answer.to_json())
-            else:
-                _print_answer(answer)
-            page, sha = save_answer(door, answer, date.today())
-        print(f"\nSaved as wiki/{page}.md" + (f" (commit {sha[:10]})" if sha else ""), file=sys.stderr)
-        return 0
-    ledger = Ledger(vault.db_path)
-    catalog = Catalog(vault)
-    try:
-        answer = ask(config, vault, catalog, ledger, question)
-    finally:
-        ledger.close()
-        catalog.close()
+    # --save writes through the door (its recovery first); a plain question opens no door.
+    catalog = ctx.door.catalog if args.save else ctx.catalog
+    answer = ask(ctx.config, ctx.vault, catalog, ctx.ledger, question, costs=lambda: ctx.costs)
     if args.json:
         emit_json(answer.to_json())
     else:
         _print_answer(answer)
+    if args.save:
+        page, sha = save_answer(ctx.door, answer, date.today())
+        print(f"\nSaved as wiki/{page}.md" + (f" (commit {sha[:10]})" if sha else ""), file=sys.stderr)
+        return 0
     return 0 if answer.known else 1

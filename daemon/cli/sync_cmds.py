@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from .common import AddParser, command, emit_json, open_vault
+from ..runtime.context import VaultContext
+from .common import AddParser, command, emit_json, with_vault
 
 
 def add_parsers(add: AddParser) -> None:
@@ -16,28 +17,20 @@ def add_parsers(add: AddParser) -> None:
 
 
 @command("sync")
-def cmd_sync(args: argparse.Namespace) -> int:
-    from ..door.sync import Syncer, rebuild_ledger_sources, sync_summary
-    from ..intake.ledger import Ledger
-    from ..vcs.repo import GitRepo
-    from ..wiki.catalog import Catalog
+@with_vault(write=True)
+def cmd_sync(args: argparse.Namespace, ctx: VaultContext) -> int:
+    from ..door.sync import Syncer, rebuild_ledger_sources
+    from ..runtime.status import sync_summary
 
-    config, vault = open_vault(args)
-    ledger = Ledger(vault.db_path)
-    catalog = Catalog(vault)
-    try:
-        repo = GitRepo(vault.root, config.git.author_name, config.git.author_email, config.git.lock_retry_seconds)
-        imported = rebuild_ledger_sources(repo, ledger) if args.rebuild_ledger else 0
-        syncer = Syncer(config, vault, ledger, catalog, repo)
-        if not syncer.enabled:
-            print("wikiwright: sync is off: set git.remote (e.g. WIKIWRIGHT_GIT_REMOTE=origin or [git] remote "
-                  "in .wikiwright/config.toml)")
-            return 2
-        report = syncer.round()
-        summary = sync_summary(config, ledger, repo)
-    finally:
-        ledger.close()
-        catalog.close()
+    config, ledger, repo = ctx.config, ctx.ledger, ctx.repo
+    imported = rebuild_ledger_sources(repo, ledger) if args.rebuild_ledger else 0
+    syncer = Syncer(config, ctx.vault, ledger, ctx.catalog, repo, door=ctx.door)
+    if not syncer.enabled:
+        print("wikiwright: sync is off: set git.remote (e.g. WIKIWRIGHT_GIT_REMOTE=origin or [git] remote "
+              "in .wikiwright/config.toml)")
+        return 2
+    report = syncer.round()
+    summary = sync_summary(config, ledger, repo)
     if args.json:
         emit_json({"state": report.state, "detail": report.detail, "merged": report.merged,
                    "conflicts": report.conflicts, "duplicates": report.duplicates, "refused": report.refused,

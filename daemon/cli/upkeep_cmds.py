@@ -6,7 +6,8 @@ import argparse
 import logging
 
 from ..core.errors import WikiwrightError
-from .common import AddParser, command, emit_json, open_vault
+from ..runtime.context import VaultContext
+from .common import AddParser, command, emit_json, with_vault
 
 log = logging.getLogger(__name__)
 
@@ -26,13 +27,13 @@ def add_parsers(add: AddParser) -> None:
 
 
 @command("lint")
-def cmd_lint(args: argparse.Namespace) -> int:
+@with_vault(write=True)
+def cmd_lint(args: argparse.Namespace, ctx: VaultContext) -> int:
     import sqlite3
 
     from ..upkeep.review import ReviewQueue
 
-    config, vault = open_vault(args)
-    queue = ReviewQueue(config, vault)
+    queue = ReviewQueue(ctx.config, ctx.vault, lambda: ctx.door, ctx.llm_client)
     try:
         report = queue.lint()
         added: list[str] = []
@@ -60,11 +61,11 @@ def cmd_lint(args: argparse.Namespace) -> int:
 
 
 @command("doctor")
-def cmd_doctor(args: argparse.Namespace) -> int:
+@with_vault(write=False)  # the doctor opens what it checks itself (upkeep/doctor.py)
+def cmd_doctor(args: argparse.Namespace, ctx: VaultContext) -> int:
     from ..upkeep.doctor import format_report, run_doctor
 
-    config, vault = open_vault(args)
-    report = run_doctor(config, vault, repair=not args.no_repair, full=args.full)
+    report = run_doctor(ctx.config, ctx.vault, repair=not args.no_repair, full=args.full)
     if args.json:
         emit_json(report.to_dict())
     else:

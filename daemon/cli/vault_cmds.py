@@ -13,7 +13,8 @@ from typing import Any
 
 from ..core.config import load_config, record_default_vault, user_config_path
 from ..core.errors import WikiwrightError
-from .common import AddParser, _ago, command, emit_json, open_vault, setup_logging
+from ..runtime.context import VaultContext
+from .common import AddParser, RegisteredCommandLine, _ago, command, emit_json, setup_logging, with_vault
 
 log = logging.getLogger(__name__)
 
@@ -56,29 +57,33 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 
 @command("run")
-def cmd_run(args: argparse.Namespace) -> int:
+@with_vault(write=True)
+def cmd_run(args: argparse.Namespace, ctx: VaultContext) -> int:
     from ..core.logsetup import add_file_log
-    from ..runtime.daemon import Daemon
 
     setup_logging(args.verbose, logging.INFO)
     add_file_log()
-    from .handoff import make_executor
+    return build_daemon(ctx).run()
 
-    config, vault = open_vault(args)
+
+def build_daemon(ctx: VaultContext) -> Any:
+    """The daemon `wikiwright run` runs, on the process's context: the jobs other rooms ask it
+    to schedule (lint, consolidation, review, sync; they take its door and parts once its
+    setup opened them) and the control socket serving this command line's commands."""
+    from ..runtime.daemon import Daemon
+    from ..runtime.handoff import make_executor
     from ..runtime.schedule import periodic_jobs
 
-    # Jobs other rooms ask the daemon to schedule (lint, consolidation, review, sync), made from
-    # its door once it is open.
-    return Daemon(config, vault, extra_jobs=lambda door: periodic_jobs(config, vault, door),
-                  control=make_executor).run()
+    return Daemon(ctx, extra_jobs=periodic_jobs,
+                  control=lambda daemon: make_executor(daemon, RegisteredCommandLine()))
 
 
 @command("status")
-def cmd_status(args: argparse.Namespace) -> int:
+@with_vault(write=False)
+def cmd_status(args: argparse.Namespace, ctx: VaultContext) -> int:
     from ..runtime.status import gather
 
-    config, vault = open_vault(args)
-    data = gather(config, vault)
+    data = gather(ctx)
     if args.json:
         emit_json(data)
         return 0
@@ -198,7 +203,7 @@ def cmd_service(args: argparse.Namespace) -> int:
     manager = ServiceManager(args.manager or "")
     action = args.action
     if action in ("install", "print"):
-        _config, vault = open_vault(args)
+        vault = VaultContext.find(args.vault, write=False).vault  # the vault's path alone: nothing opened
         if action == "print":
             sys.stdout.write(manager.render(vault.root).decode("utf-8"))
             return 0

@@ -91,17 +91,29 @@ class Door:
         self.catalog = catalog
         self.repo = repo
         self.journal = Journal(vault.state)
-        self._owned = False
+        self._owned_parts: list[Any] = []  # what close() closes: the parts open() opened itself
 
     @classmethod
-    def open(cls, config: Config, vault: Vault, *, on_wait: Callable[[str], None] | None = None) -> Door:
-        """Open the vault's services and finish whatever a crashed operation left."""
-        ledger = Ledger(vault.db_path)
-        catalog = Catalog(vault)
-        repo = GitRepo(vault.root, config.git.author_name, config.git.author_email, config.git.lock_retry_seconds,
-                       on_wait=on_wait or (lambda message: ledger.set_notice("git", message)))
+    def open(cls, config: Config, vault: Vault, *, ledger: Ledger | None = None, catalog: Catalog | None = None,
+             repo: GitRepo | None = None, on_wait: Callable[[str], None] | None = None) -> Door:
+        """The door on the vault's services, after finishing whatever a crashed operation left.
+
+        Parts given are the caller's (a process's ``VaultContext``) and stay open when the door
+        closes; the others are opened here and closed with it."""
+        owned: list[Any] = []
+        if ledger is None:
+            ledger = Ledger(vault.db_path)
+            owned.append(ledger)
+        if catalog is None:
+            catalog = Catalog(vault)
+            owned.append(catalog)
+        if repo is None:
+            notices = ledger
+            repo = GitRepo(vault.root, config.git.author_name, config.git.author_email, config.git.lock_retry_seconds,
+                           on_wait=on_wait or (lambda message: notices.set_notice("git", message)))
+            owned.append(repo)
         door = cls(config, vault, ledger, catalog, repo)
-        door._owned = True
+        door._owned_parts = owned
         try:
             door.recover()
             catalog.refresh()
@@ -111,11 +123,9 @@ class Door:
         return door
 
     def close(self) -> None:
-        if self._owned:
-            self.ledger.close()
-            self.catalog.close()
-            self.repo.close()
-            self._owned = False
+        parts, self._owned_parts = self._owned_parts, []
+        for part in parts:
+            part.close()
 
     def __enter__(self) -> Door:
         return self
@@ -253,7 +263,7 @@ def _call_ledger(door: Door, method: str, args: list[Any], sha: str) -> None:
         raise ValueError(f"not a journaled ledger call: {method}")
     values: list[Any] = [sha if arg == COMMIT else arg for arg in args]
     if method.startswith("review_"):
-        store = reviewfile.ReviewStore(door.vault.db_path)
+        store = reviewfile.ReviewStore.on(door.ledger)  # the ledger's connection: no second one to state.db
         try:
             if method == "review_add":
                 ident, kind, description, pages, fix = values
@@ -571,7 +581,7 @@ class Operation:
                 proposals.append(reviewfile.proposal(
                     kind, str(raw["description"]), raw.get("pages", ()), raw.get("fix"), raw.get("facts"),
                     raw.get("options", ()), str(raw.get("heading", ""))))
-        store = reviewfile.ReviewStore(self.vault.db_path)
+        store = reviewfile.ReviewStore.on(self.door.ledger)
         try:
             new = list({p.id: p for p in proposals if store.get(p.id) is None}.values())
             if not new:

@@ -59,8 +59,9 @@ def init_vault(root: Path, author_name: str, author_email: str) -> tuple[Vault, 
         "wiki/log.md": empty_page("log"),
         "wiki/overview.md": empty_page("overview"),
     }
-    door = Door(load_config(root), vault, Ledger(vault.db_path), Catalog(vault), repo)
-    door._owned = True
+    ledger, catalog = Ledger(vault.db_path), Catalog(vault)
+    door = Door(load_config(root), vault, ledger, catalog, repo)
+    door._owned_parts = [ledger, catalog, repo]
     try:
         with door.operation(OpKind.INIT, "initialise vault") as op:
             op.settle([*files, ".gitignore"])  # files already there are the person's: theirs first

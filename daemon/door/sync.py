@@ -58,7 +58,7 @@ from ..core.logsetup import escape_controls
 from ..core.opkinds import MACHINE_LOCAL_FIXES, OpKind
 from ..core.vault import Vault
 from ..core.vaultpaths import GENERATED_PAGES, is_log_file, sync_problem
-from ..intake.ledger import Ledger
+from ..intake.ledger import SYNC_STATE_KEY, Ledger
 from ..vcs.merge import (
     REGULAR,
     blob_at,
@@ -101,11 +101,11 @@ from .trailers import (
 )
 
 if TYPE_CHECKING:
-    from .door import Operation
+    from .door import Door, Operation
 
 log = logging.getLogger(__name__)
 
-STATE_KEY = "sync.state"
+STATE_KEY = SYNC_STATE_KEY
 IMPORTED_KEY = "sync.imported"
 # Fixes that act on what only this machine vouches for: a held-back model operation, a page text
 # it proposed, a costly source to send to the model. Another machine's tick never approves them.
@@ -135,12 +135,14 @@ _Source = VerifiedIngest
 class Syncer:
     """Sync rounds for one vault, with the services of the process that runs them."""
 
-    def __init__(self, config: Config, vault: Vault, ledger: Ledger, catalog: Catalog, repo: GitRepo) -> None:
+    def __init__(self, config: Config, vault: Vault, ledger: Ledger, catalog: Catalog, repo: GitRepo,
+                 door: Door | None = None) -> None:
         self.config = config
         self.vault = vault
         self.ledger = ledger
         self.catalog = catalog
         self.repo = repo
+        self._door = door  # the process's one door (its vault context's), else one made here once
         self.remote = Remote(repo, config.git.remote, config.git.branch)
         self._round_times: dict[str, float] = {}
         self._refused: list[TrailerRefusal] = []  # trailers refused this round, kept by _import_sources
@@ -248,9 +250,7 @@ class Syncer:
         refused = pending_refusals(self.ledger)
         if not refused:
             return
-        from .door import Door
-
-        door = Door(self.config, self.vault, self.ledger, self.catalog, self.repo)
+        door = self.door()
         with door.operation(OpKind.SYNC, "refused from the remote") as op:
             added = op.propose("sync-refused", [
                 {"description": refusal.line() + "; this machine ingests its own copy of any bytes it holds — "
@@ -262,6 +262,14 @@ class Syncer:
                 op.ledger_after_commit("set_kv", TRAILERS_PENDING_KEY, "[]")
         if not added:  # all in REVIEW.md already (answered or not): nothing to commit
             self.ledger.set_kv(TRAILERS_PENDING_KEY, "[]")
+
+    def door(self) -> Door:
+        """The door every round's operations pass (the one the process was given)."""
+        if self._door is None:
+            from .door import Door
+
+            self._door = Door(self.config, self.vault, self.ledger, self.catalog, self.repo)
+        return self._door
 
     def _repository_problem(self) -> str | None:
         problem = self.repo.problem()
@@ -283,9 +291,7 @@ class Syncer:
         the remote's commit as second parent (:meth:`Operation.integrate`), or, for a clean
         fast-forward, HEAD moves to the remote's commit itself.
         """
-        from .door import Door
-
-        door = Door(self.config, self.vault, self.ledger, self.catalog, self.repo)
+        door = self.door()
         with door.operation(OpKind.SYNC, "sync") as op:
             problem = self._repository_problem()
             if problem:
@@ -442,7 +448,7 @@ class Syncer:
         """This machine's open REVIEW.md items a tick from another machine must not approve."""
         from ..wiki.reviewfile import ReviewStore
 
-        store = ReviewStore(self.vault.db_path)
+        store = ReviewStore.on(self.ledger)  # the ledger's connection: no second one to state.db
         try:
             return [item.id for item in store.items("open") if item.fix.get("action") in GUARDED_ACTIONS]
         finally:
@@ -638,44 +644,15 @@ def stages_blobs(repo: GitRepo, merged: MergeTree, path: str) -> dict[int, bytes
     return {n: blobs.get(stages[n].blob) if n in stages else None for n in (1, 2, 3)}
 
 
-# -- what status shows -------------------------------------------------------------------------
-
-def sync_summary(config: Config, ledger: Ledger, repo: GitRepo) -> dict[str, Any]:
-    """Ahead/behind (as of the last fetch), the last sync, and why a sync waits."""
-    if not config.git.remote.strip():
-        return {"enabled": False}
-    remote = Remote(repo, config.git.remote, config.git.branch)
-    try:
-        state = json.loads(ledger.get_kv(STATE_KEY, "{}"))
-    except ValueError:
-        state = {}
-    try:
-        ahead, behind = remote.ahead_behind()
-    except (git.GitCommandError, ValueError):
-        ahead, behind = 0, 0
-    try:
-        refused = json.loads(ledger.get_kv(REFUSED_KEY, "{}"))
-    except ValueError:
-        refused = {}
-    return {
-        "refused": [f"refused from the remote: {item.get('path', '')} ({item.get('why', '')})"
-                    for item in refused.get("items", [])] if isinstance(refused, dict) else [],
-        "refused_total": int(refused.get("total", 0)) if isinstance(refused, dict) else 0,
-        "enabled": True, "remote": remote.name, "branch": remote.branch, "ahead": ahead, "behind": behind,
-        "not_pushed": ahead, "push": config.git.push, "interval_seconds": config.git.sync_interval_seconds,
-        "last_sync": state.get("last_success", 0), "last_fetch": state.get("last_fetch", 0),
-        "last_push": state.get("last_push", 0), "waiting": state.get("waiting", ""),
-        "next_try": state.get("next_try", 0),
-    }
-
-
 class SyncJob:
     """The daemon's periodic sync: its own ledger, catalogue and repository connections."""
 
-    def __init__(self, config: Config, vault: Vault, services: tuple[Ledger, Catalog, GitRepo] | None = None) -> None:
+    def __init__(self, config: Config, vault: Vault, services: tuple[Ledger, Catalog, GitRepo] | None = None,
+                 door: Door | None = None) -> None:
         self.config = config
         self.vault = vault
         self._services = services  # the daemon's own (one connection per database), else opened here
+        self._door = door
         self._syncer: Syncer | None = None
 
     def tick(self) -> SyncReport | None:
@@ -684,7 +661,7 @@ class SyncJob:
                 repo = GitRepo(self.vault.root, self.config.git.author_name, self.config.git.author_email,
                                self.config.git.lock_retry_seconds)
                 self._services = (Ledger(self.vault.db_path), Catalog(self.vault), repo)
-            self._syncer = Syncer(self.config, self.vault, *self._services)
+            self._syncer = Syncer(self.config, self.vault, *self._services, door=self._door)
         if not self._syncer.due():
             return None
         report = self._syncer.round()
@@ -694,21 +671,6 @@ class SyncJob:
 
 
 # -- consolidation once per period across machines ------------------------------------------------
-
-def shared_consolidation_ms(config: Config, repo: GitRepo) -> int | None:
-    """When the wiki was last consolidated on any machine (ms): the newest consolidation commit
-    in HEAD's history, or the newest claim on the remote as last fetched."""
-    newest: int | None = None
-    found = repo.log("-F", f"--grep=Wikiwright-Operation: {OpKind.CONSOLIDATE.value}", limit=1)
-    if found:
-        from datetime import datetime
-
-        newest = int(datetime.fromisoformat(found[0].date).timestamp() * 1000)
-    claim = Remote(repo, config.git.remote, config.git.branch).last_claim()
-    if claim is not None and (newest is None or claim[0] * 1000 > newest):
-        newest = int(claim[0] * 1000)
-    return newest
-
 
 def claim_consolidation(config: Config, repo: GitRepo, owner: str, *, force: bool = False) -> str | None:
     """Take this period's consolidation through the remote; None when this machine may run.

@@ -43,7 +43,7 @@ from ..core.logsetup import escape_controls
 from ..core.vault import GITIGNORE_LINES
 from ..core.vaultpaths import GENERATED_PAGES, safe_target, sync_kind, sync_problem
 from ..intake import rawgit
-from ..intake.ledger import Ledger
+from ..intake.ledger import SYNC_REFUSED_KEY, Ledger
 from ..vcs.merge import REGULAR, Entry, blob_sizes, write_blob
 from ..vcs.repo import GitRepo
 from ..wiki.reviewfile import parse_review
@@ -57,7 +57,7 @@ _GROWING = GENERATED_PAGES
 _KEPT = (*_GROWING, "REVIEW.md", "SCHEMA.md", ".gitignore")
 
 
-REFUSED_KEY = "sync.refused"  # what the last rounds refused from the remote, for status (JSON)
+REFUSED_KEY = SYNC_REFUSED_KEY  # what the last rounds refused from the remote, for status (JSON)
 REFUSED_KEPT = 50
 REFUSED_HEADING = "Refused from the remote by sync"
 

@@ -234,11 +234,7 @@ class Pipeline:
         (upkeep/review.py wakes it) and is skipped once a person rejects it."""
         bound = self.config.llm.max_tokens_per_source
         item = costly_proposal(record, exc.tokens, exc.calls, bound)
-        store = ReviewStore(self.vault.db_path)
-        try:
-            answered = store.get(item.id)
-        finally:
-            store.close()
+        answered = ReviewStore.on(self.ledger).get(item.id)  # the ledger's connection: no second one
         if answered is not None and answered.state == "rejected":
             rule = "its cost was declined in REVIEW.md (llm.max_tokens_per_source)"
             self.ledger.finish_skipped(record, rule)

@@ -43,6 +43,9 @@ class SourceState(StrEnum):
 
 
 STATES = tuple(FileState)
+# The keys sync keeps its state under (written by door/sync.py, read by status without the door).
+SYNC_STATE_KEY = "sync.state"
+SYNC_REFUSED_KEY = "sync.refused"
 FINAL_STATES = (FileState.INGESTED, FileState.DUPLICATE, FileState.QUARANTINED, FileState.SKIPPED)
 
 _SCHEMA = """
@@ -149,8 +152,19 @@ class Ledger:
         return self._db, self._lock
 
     @contextmanager
+    def atomic(self) -> Iterator[sqlite3.Connection]:
+        """One transaction on state.db (every table group on this connection: the queue, the
+        ledger, the review store, notices); nested, an inner one is a savepoint of the outer."""
+        with self._tx() as db:
+            yield db
+
+    @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
         with self._lock:
+            if self._db.in_transaction:  # an enclosing atomic() of this thread (it holds the lock)
+                with self._savepoint():
+                    yield self._db
+                return
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 yield self._db
@@ -165,6 +179,17 @@ class Ledger:
                 with contextlib.suppress(sqlite3.Error):
                     self._db.execute("ROLLBACK")
                 raise
+
+    @contextmanager
+    def _savepoint(self) -> Iterator[None]:
+        self._db.execute("SAVEPOINT nested")
+        try:
+            yield
+        except BaseException:
+            self._db.execute("ROLLBACK TO nested")
+            self._db.execute("RELEASE nested")
+            raise
+        self._db.execute("RELEASE nested")
 
     # -- recording what the watcher and rescans see ------------------------------------
 

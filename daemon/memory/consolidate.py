@@ -129,6 +129,7 @@ class Consolidator:
         owner: str | None = None,
         fault: Callable[[str], None] | None = None,
         llm: Any = None,
+        door: Door | None = None,
     ) -> None:
         self.config = config
         self.settings = config.consolidation
@@ -143,7 +144,10 @@ class Consolidator:
         # Tests inject a failure at a named step ("after-pages", "before-commit"...).
         self.fault = fault or (lambda step: None)
         self._llm = llm
-        self._door: Door | None = None
+        # The process's door (the daemon's): its ledger, catalogue and repository are the ones
+        # above, so a run adds no connection and no second door. Else one made on first use.
+        self._shared_door = door
+        self._door: Door | None = door
         self._own_catalog = False
 
     # -- gate ------------------------------------------------------------------------
@@ -345,7 +349,7 @@ class Consolidator:
     def close(self) -> None:
         if self._door is not None and self._own_catalog:
             self._door.catalog.close()
-        self._door = None
+        self._door = self._shared_door
 
     def _ledger_after(self, plan: Plan) -> dict[str, Any]:
         cursor = load_cursor(self.ledger)
@@ -486,13 +490,19 @@ def dry_run_report(consolidator: Consolidator) -> str:
 
 
 def scheduled_tick(config: Config, vault: Vault, clock: Clock = time.time,
-                   services: tuple[Ledger, Catalog, GitRepo] | None = None) -> RunResult | None:
+                   services: tuple[Ledger, Catalog, GitRepo] | None = None, *,
+                   door: Door | None = None, llm: Callable[[], Any] | None = None) -> RunResult | None:
     """The daemon's periodic job: apply approved proposals, then run if the gate is open.
-    ``services``: the daemon's ledger, catalogue and repository (else opened for the tick)."""
+    ``door``: the daemon's (its ledger, catalogue and repository); ``services``: those parts
+    alone (else opened for the tick); ``llm``: makes the model client, on the process's cost
+    ledger, when a run needs one."""
+    if door is not None:
+        services = (door.ledger, door.catalog, door.repo)
     ledger = services[0] if services else Ledger(vault.db_path)
     catalog, repo = (services[1], services[2]) if services else (None, None)
     try:
-        consolidator = Consolidator(config, vault, ledger, catalog, repo, clock=clock, owner=owner_name("daemon"))
+        consolidator = Consolidator(config, vault, ledger, catalog, repo, clock=clock, owner=owner_name("daemon"),
+                                    door=door, llm=llm() if llm is not None and config.llm.enabled else None)
         if not consolidator.gate().would_run():
             return None
         try:

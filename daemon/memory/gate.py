@@ -299,9 +299,9 @@ def gate_status(config: Config, vault: Vault, ledger: Ledger, lock: Consolidatio
     if config.git.remote.strip():
         # One wiki on several machines: the last consolidation anywhere (shared history, or a
         # claim another machine pushed) closes the time gate here too.
-        from ..door.sync import shared_consolidation_ms
+        from ..vcs.remote import shared_consolidation_ms
 
-        shared = shared_consolidation_ms(config, repo)
+        shared = shared_consolidation_ms(repo, config.git.remote, config.git.branch)
         if shared is not None and (last is None or shared > last):
             last = shared
     hours = None if last is None else (now_ms - last) / 3_600_000

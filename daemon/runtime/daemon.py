@@ -1,11 +1,16 @@
 """The long-running process: threads, scheduler, signals, sd_notify, heartbeat.
 
 No business logic lives here; it wires the watcher, the stability checker, the worker
-pipeline and the periodic jobs together and keeps them alive.
+pipeline and the periodic jobs together and keeps them alive, on the process's one
+:class:`~.context.VaultContext` (one door, one connection to each database).
 
-Shape: ``setup; while not stopped: once(); finally teardown``. Signal handlers only set
-flags: the first SIGTERM/SIGINT asks for a clean stop (the current job finishes or is
-abandoned before it writes), a second one makes the main loop exit at once.
+Every loop has one shape, ``setup; while not stopped: once(); finally teardown``: the daemon's
+own main loop and the loops it runs on threads (:class:`StabilityLoop`, one :class:`WorkerLoop`
+per worker), built in ``__init__`` so a test can step one; the periodic jobs are
+:class:`JobLoop` objects built there too, stepped by APScheduler (a test steps them itself).
+Signal handlers only set flags: the first SIGTERM/SIGINT
+asks for a clean stop (the current job finishes or is abandoned before it writes), a second
+one makes the main loop exit at once.
 """
 
 from __future__ import annotations
@@ -19,24 +24,26 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core import rootguard
-from ..core.config import Config
 from ..core.errors import ConfigError, VaultMoved, WikiwrightError
 from ..core.fsutil import atomic_write_text
 from ..core.locks import vault_write_lock
-from ..core.vault import Vault, VaultLock
-from ..door import Door
-from ..ingest.pipeline import Pipeline
-from ..intake.watch import Registrar, StabilityTracker, Watcher
+from ..core.vault import VaultLock
+from ..intake.watch import StabilityTracker, Watcher
+from ..runtime.context import VaultContext
 from ..runtime.control import ControlServer
 from ..runtime.notify import sd_notify, watchdog_interval
+
+if TYPE_CHECKING:
+    from ..ingest.pipeline import Pipeline
 
 log = logging.getLogger(__name__)
 
 HEARTBEAT_SECONDS = 5.0
 FORCED_EXIT_CODE = 130
+RESTART_AFTER_FAILURE_SECONDS = 5.0
 
 
 @dataclass
@@ -58,12 +65,94 @@ class Health:
     problems: list[str] = field(default_factory=list)
 
 
+# -- the loops the daemon runs on its threads -------------------------------------------------
+
+class StabilityLoop:
+    """Registers the files the watcher saw once they stand still, and re-indexes the pages a
+    person edited (one poll per step)."""
+
+    name = "stability"
+
+    def __init__(self, daemon: Daemon) -> None:
+        self.daemon = daemon
+
+    def setup(self) -> None:
+        pass
+
+    def once(self) -> None:
+        daemon = self.daemon
+        daemon.tracker.check()
+        changed = daemon.watcher.page_changes.take()
+        if changed:
+            # A person's edit in Obsidian reaches search, routing and linking within a poll.
+            daemon.ctx.catalog.refresh(changed)
+        daemon.health.worker_beats[self.name] = time.time()
+        daemon.stop_requested.wait(daemon.config.watch.poll_interval_seconds)
+
+    def teardown(self) -> None:
+        pass
+
+
+class WorkerLoop:
+    """One ingest worker: one job from the queue per step (or a short wait when there is none)."""
+
+    def __init__(self, daemon: Daemon, name: str) -> None:
+        self.daemon = daemon
+        self.name = name
+
+    def setup(self) -> None:
+        pass
+
+    def once(self) -> None:
+        daemon = self.daemon
+        daemon.health.worker_beats[self.name] = time.time()
+        if not daemon.model_ready.is_set():
+            daemon.stop_requested.wait(0.1)  # jobs need the model client; it is still loading
+            return
+        if rootguard.moved(daemon.vault.root):
+            daemon.stop_requested.wait(0.5)  # the main loop stops the daemon; no job starts meanwhile
+            return
+        result = daemon.pipeline.drain_once()
+        if result is not None and result.state == "ingested":
+            daemon.health.last_ingest = time.time()
+        if result is None:
+            daemon.work_ready.wait(0.5)
+            daemon.work_ready.clear()
+
+    def teardown(self) -> None:
+        pass
+
+
+class JobLoop:
+    """One periodic job as an object the scheduler steps: :meth:`once` runs it now (a failure
+    logged, never raised, so the next period runs again). The timing is APScheduler's
+    (:meth:`Daemon._start_scheduler`): coalesced — a sleeping laptop catches up with one run,
+    not one per missed period — never two runs of a job at once, the first one period after
+    the start."""
+
+    def __init__(self, daemon: Daemon, job: PeriodicJob) -> None:
+        self.daemon = daemon
+        self.job = job
+        self.name = job.name
+        self.runs = 0
+
+    def once(self) -> None:
+        if self.daemon.stop_requested.is_set():
+            return
+        try:
+            self.job.func()
+        except Exception:
+            log.exception("periodic job %s failed; it runs again at its next period", self.name)
+        self.runs += 1
+
+
 class Daemon:
-    def __init__(self, config: Config, vault: Vault,
-                 extra_jobs: list[PeriodicJob] | Callable[[Door], list[PeriodicJob]] | None = None,
+    def __init__(self, ctx: VaultContext,
+                 extra_jobs: list[PeriodicJob] | Callable[[VaultContext], list[PeriodicJob]] | None = None,
                  control: Callable[[Daemon], Any] | None = None) -> None:
-        self.config = config
-        self.vault = vault
+        self.ctx = ctx
+        self.config = config = ctx.config
+        self.vault = vault = ctx.vault
         self.stop_requested = threading.Event()
         self.force_exit = False
         self.work_ready = threading.Event()
@@ -71,13 +160,10 @@ class Daemon:
         # the watcher and the queue do not, so the daemon is ready in about a second.
         self.model_ready = threading.Event()
         self.fatal: BaseException | None = None  # a setup error found after start (bad model name)
-        # Makes the control socket's executor for this daemon (the command line provides it).
+        # Makes the control socket's executor for this daemon (runtime/handoff.py provides it).
         self._control_factory = control
         self.control: ControlServer | None = None
         self.health = Health()
-        # Other rooms' jobs, or a function making them from this daemon's door (so they share its
-        # ledger, catalogue and repository).
-        self.extra_jobs = extra_jobs or []
         self._threads: list[threading.Thread] = []
         self._lock = VaultLock(vault, "run")
         self._last_heartbeat = 0.0
@@ -87,6 +173,18 @@ class Daemon:
         self._job_limit = max(
             300.0, config.llm.timeout * (config.llm.max_retries + 1) + config.git.lock_retry_seconds + 60
         )
+        # The loops, built here and started by setup(); each takes what it needs at its first step.
+        self.stability = StabilityLoop(self)
+        self.workers = [WorkerLoop(self, f"worker-{n + 1}") for n in range(config.ingest.workers)]
+        # Other rooms' jobs (lint, consolidation, review, sync), made from this daemon's context
+        # so they share its door, ledger, catalogue, repository and cost ledger.
+        extra = extra_jobs(ctx) if callable(extra_jobs) else list(extra_jobs or [])
+        jobs = [PeriodicJob("rescan", config.watch.rescan_minutes * 60, self._rescan_job),
+                PeriodicJob("git-housekeeping", config.git.housekeeping_minutes * 60, self._housekeeping_job),
+                PeriodicJob("logs-commit", max(0.5, min(60.0, config.git.commit_logs_after_quiet_seconds / 2)),
+                            self._logs_job),
+                *extra]
+        self.jobs = {job.name: JobLoop(self, job) for job in jobs}
 
     # -- signals ---------------------------------------------------------------------
 
@@ -120,8 +218,9 @@ class Daemon:
         return code
 
     def setup(self) -> None:
-        # The door: ledger, catalogue, repository; finishes or undoes an operation a crash cut.
-        self.door = Door.open(self.config, self.vault)
+        # The door (the context's ledger, catalogue, repository): opening it finishes or undoes
+        # an operation a crash cut.
+        self.door = self.ctx.door
         self.ledger, self.catalog, self.repo = self.door.ledger, self.door.catalog, self.door.repo
         from ..upkeep.doctor import sweep_own_temp_files
 
@@ -131,43 +230,35 @@ class Daemon:
         if resumed:
             log.info("resuming %d job(s) interrupted by the last stop", resumed)
         self.ledger.clear_notice("git")
-        planner = self._planner()
-        self.pipeline = Pipeline(self.door, planner=planner, stop=self.stop_requested)
-        self.registrar = Registrar(self.vault, self.ledger, self.config.ingest.max_source_bytes, self.work_ready,
-                                   allow_hard_links=self.config.ingest.allow_hard_links)
+        services = self.ctx.ingest_services(stop=self.stop_requested, work_ready=self.work_ready, check_model=False)
+        self.pipeline: Pipeline = services.pipeline
+        self.registrar = services.registrar
+        model_planner: Any = services.planner if self.config.llm.enabled else None
+        if model_planner is not None:
+            model_planner.client.api_key()  # a missing key stops the start at once, with its message
         self.tracker = StabilityTracker(self.config.watch, self.registrar)
         self.watcher = Watcher(self.vault, self.config.watch, self.tracker)
         # Start watching first, then rescan: a file landing in between is seen by one of them.
         self.watcher.start()
         self.tracker.rescan()
         self.health.last_rescan = time.time()
-        self._spawn("stability", self._stability_loop)
-        for n in range(self.config.ingest.workers):
-            self._spawn(f"worker-{n + 1}", self._worker_loop)
+        self._spawn(self.stability)
+        for worker in self.workers:
+            self._spawn(worker)
         if self._control_factory is not None:
             control = ControlServer(self.vault.state, self._control_factory(self))
             self.control = control if control.start() else None  # without it, commands run on their own
-        if planner is None:
+        if model_planner is None:
             self.model_ready.set()
         else:
-            self._load_model_in_background(planner)
+            self._load_model_in_background(model_planner)
         self.work_ready.set()
         engine = self.pipeline.planner.engine
         log.info("watching %s (engine: %s, %d worker(s))", self.vault.root, engine, self.config.ingest.workers)
         sd_notify(f"READY=1\nSTATUS=watching {self.vault.root} (engine: {engine})")
-        # The periodic jobs (lint, consolidation, review) start just after READY: importing
-        # APScheduler and the jobs' rooms is not on the path to watching and queueing.
+        # The periodic jobs (lint, consolidation, review) start just after READY.
         self._start_scheduler()
         self.write_heartbeat()
-
-    def _planner(self) -> Any:
-        if not self.config.llm.enabled:
-            return None
-        from ..ingest.llm_planner import ModelPlanner
-
-        planner = ModelPlanner(self.config, self.vault, self.ledger, self.catalog, check=False)
-        planner.client.api_key()  # a missing key stops the start at once, with its message
-        return planner
 
     def _load_model_in_background(self, planner: Any) -> None:
         """Import litellm and check the model string off the start path (it takes seconds)."""
@@ -252,58 +343,40 @@ class Daemon:
                     os._exit(FORCED_EXIT_CODE)
         if hasattr(self, "door"):
             self.write_heartbeat(stopped=True)
-            self.door.close()
         self._lock.release()
         log.info("stopped")
         return 0
 
     # -- threads ---------------------------------------------------------------------
 
-    def _spawn(self, name: str, target: Callable[[], None]) -> None:
-        thread = threading.Thread(target=self._guard(name, target), name=name, daemon=True)
+    def _start_scheduler(self) -> None:
+        """The periodic jobs on APScheduler (imported here: not on the path to READY)."""
+        from apscheduler.schedulers.background import BackgroundScheduler
+
+        self.scheduler = BackgroundScheduler(
+            daemon=True, job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": None})
+        for loop in self.jobs.values():
+            self.scheduler.add_job(loop.once, "interval", seconds=loop.job.seconds, id=loop.name, name=loop.name)
+        self.scheduler.start()
+
+    def _spawn(self, loop: StabilityLoop | WorkerLoop) -> None:
+        thread = threading.Thread(target=self._run_loop, args=(loop,), name=loop.name, daemon=True)
         thread.start()
         self._threads.append(thread)
 
-    def _guard(self, name: str, target: Callable[[], None]) -> Callable[[], None]:
-        def run() -> None:
+    def _run_loop(self, loop: StabilityLoop | WorkerLoop) -> None:
+        """``setup; while not stopped: once(); finally teardown`` on the loop's own thread."""
+        try:
+            loop.setup()
             while not self.stop_requested.is_set():
                 try:
-                    target()
-                    return
+                    loop.once()
                 except Exception:
                     # A bug must not silently kill a thread the daemon depends on.
-                    log.exception("thread %s failed; restarting it in 5 s", name)
-                    self.stop_requested.wait(5.0)
-
-        return run
-
-    def _stability_loop(self) -> None:
-        poll = self.config.watch.poll_interval_seconds
-        while not self.stop_requested.is_set():
-            self.tracker.check()
-            changed = self.watcher.page_changes.take()
-            if changed:
-                # A person's edit in Obsidian reaches search, routing and linking within a poll.
-                self.catalog.refresh(changed)
-            self.health.worker_beats["stability"] = time.time()
-            self.stop_requested.wait(poll)
-
-    def _worker_loop(self) -> None:
-        name = threading.current_thread().name
-        while not self.stop_requested.is_set():
-            self.health.worker_beats[name] = time.time()
-            if not self.model_ready.is_set():
-                self.stop_requested.wait(0.1)  # jobs need the model client; it is still loading
-                continue
-            if rootguard.moved(self.vault.root):
-                self.stop_requested.wait(0.5)  # the main loop stops the daemon; no job starts meanwhile
-                continue
-            result = self.pipeline.drain_once()
-            if result is not None and result.state == "ingested":
-                self.health.last_ingest = time.time()
-            if result is None:
-                self.work_ready.wait(0.5)
-                self.work_ready.clear()
+                    log.exception("thread %s failed; going on in %.0f s", loop.name, RESTART_AFTER_FAILURE_SECONDS)
+                    self.stop_requested.wait(RESTART_AFTER_FAILURE_SECONDS)
+        finally:
+            loop.teardown()
 
     def _rescan_job(self) -> None:
         found = self.tracker.rescan()
@@ -335,21 +408,6 @@ class Daemon:
         except WikiwrightError as exc:  # commits paused (a merge in progress, a lock): next round
             log.info("daily logs not committed yet: %s", exc)
 
-    def _start_scheduler(self) -> None:
-        from apscheduler.schedulers.background import BackgroundScheduler
-
-        self.scheduler = BackgroundScheduler(
-            job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": None}
-        )
-        jobs = [PeriodicJob("rescan", self.config.watch.rescan_minutes * 60, self._rescan_job),
-                PeriodicJob("git-housekeeping", self.config.git.housekeeping_minutes * 60, self._housekeeping_job),
-                PeriodicJob("logs-commit", max(0.5, min(60.0, self.config.git.commit_logs_after_quiet_seconds / 2)),
-                            self._logs_job),
-                *(self.extra_jobs(self.door) if callable(self.extra_jobs) else self.extra_jobs)]
-        for job in jobs:
-            self.scheduler.add_job(job.func, "interval", seconds=job.seconds, id=job.name, name=job.name)
-        self.scheduler.start()
-
     # -- health ----------------------------------------------------------------------
 
     def health_problems(self) -> list[str]:
@@ -366,9 +424,6 @@ class Daemon:
             limit = 120.0 if name == "stability" else self._job_limit
             if now - beat > limit:
                 problems.append(f"{name} has made no progress for over {limit:.0f}s")
-        scheduler = getattr(self, "scheduler", None)
-        if scheduler is not None and not scheduler.running:
-            problems.append("scheduler is not running")
         if self.control is not None and not self.control.alive() and not self.stop_requested.is_set():
             problems.append("the control socket is not serving")
         return problems

@@ -28,7 +28,6 @@ import os
 import re
 import statistics
 import tempfile
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -41,14 +40,12 @@ from ..door import Door
 from ..door.init import init_vault
 from ..history.retract import retract_source
 from ..ingest.llm import CostLedger, Tolerance
-from ..ingest.llm_planner import ModelPlanner
 from ..ingest.operations import quote_in_source
-from ..ingest.pipeline import Pipeline
 from ..ingest.scripted_server import DUMMY_KEY, KEY_ENV, MODEL, ScriptedServer
-from ..intake.watch import Registrar
 from ..upkeep.lint import run_lint
 from ..wiki.pages import Claim, get_section, parse_claims, parse_page
 from ..wiki.reviewfile import HELD_BACK, ReviewStore
+from .context import VaultContext
 
 STORY_FILE = ("config", "eval", "story.json")
 _STATEMENT_RE = re.compile(r"^- `[^`]+`: .*? — “(?P<quote>.*)”\s*$")
@@ -262,12 +259,8 @@ def _quote_check(vault: Any, held: list[dict[str, str]], sources: dict[str, str]
                  f"{len(unverified)} quote(s) not in the source, held back" if unverified else "")
 
 
-def _held(vault: Any) -> list[dict[str, str]]:
-    store = ReviewStore(vault.db_path)
-    try:
-        items = [i for i in store.items() if i.kind == HELD_BACK]
-    finally:
-        store.close()
+def _held(store: ReviewStore) -> list[dict[str, str]]:
+    items = [i for i in store.items() if i.kind == HELD_BACK]
     held = []
     for item in items:
         source = re.search(r"`(raw/[^`]+)`", item.description)
@@ -330,19 +323,18 @@ def run_eval(config: Config, *, use_configured_model: bool | None = None,
 def _tell(config: Config, vault: Any, story: dict[str, Any], card: Scorecard) -> None:
     expect = story["expect"]
     texts = {step["source"]: step["text"] for step in story["steps"] if "source" in step}
-    door = Door.open(config, vault)
-    costs = CostLedger(vault.state / "llm.db")
+    ctx = VaultContext(config, vault)
     try:
-        planner = ModelPlanner(config, vault, door.ledger, door.catalog)
-        pipeline = Pipeline(door, planner=planner)
-        registrar = Registrar(vault, door.ledger, config.ingest.max_source_bytes, threading.Event())
+        door, costs = ctx.door, ctx.costs
+        services = ctx.ingest_services()
+        pipeline, registrar = services.pipeline, services.registrar
         last_call = 0
         conflicts: list[set[str]] | None = None
         quotes: Check | None = None
         retract_skipped = False
         for step in story["steps"]:
             if "retract" in step:
-                card.held = _held(vault)
+                card.held = _held(ctx.reviews)
                 quotes = _quote_check(vault, card.held, texts)
                 retracted = door.ledger.get_file(f"raw/{step['retract']}")
                 if retracted is not None and retracted.state == "ingested":
@@ -369,7 +361,7 @@ def _tell(config: Config, vault: Any, story: dict[str, Any], card: Scorecard) ->
             if name == expect["conflicts"]["after"]:
                 conflicts = _conflict_findings(door, config)
         if quotes is None:
-            card.held = _held(vault)
+            card.held = _held(ctx.reviews)
             quotes = _quote_check(vault, card.held, texts)
         claims = _claims(vault.wiki)
         card.checks += _supersession_checks(claims, expect["supersessions"])
@@ -390,7 +382,5 @@ def _tell(config: Config, vault: Any, story: dict[str, Any], card: Scorecard) ->
         card.checks.append(Check("sources ingested", len(ingested), len(card.sources),
                                  _not_ingested(card.sources)))
         card.tolerance = costs.tolerance()
-        planner.client.close()
     finally:
-        costs.close()
-        door.close()
+        ctx.close()

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import threading
 import time
 from collections.abc import Callable
@@ -26,9 +25,9 @@ from typing import Any, Literal
 
 from ..core.config import Config
 from ..core.errors import WikiwrightError
-from ..core.fsutil import atomic_write_text
 from ..core.vault import Vault, VaultLock
 from ..memory.dailylog import MARKERS, PRIORITY_MARKER, append_session, canonical_section
+from .context import VaultContext
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +42,6 @@ Priority = Literal["durable", "context", "ephemeral", "🔴", "🟡", "🟢"]
 MAX_LOG_CHARS = 8000
 MAX_PAGE_NAME_CHARS = 1000  # a path, folders included; file systems stop at 255 bytes a component
 DEFAULT_INGEST_WAIT = 30.0
-_SLUG_RE = re.compile(r"[^a-z0-9]+")
 
 
 class ToolInputError(WikiwrightError):
@@ -59,9 +57,11 @@ class WikiTools:
     """What the MCP tools do, callable without MCP (one instance per server process)."""
 
     def __init__(self, config: Config, vault: Vault, *, label: str | None = None,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time, ctx: VaultContext | None = None) -> None:
         self.config = config
         self.vault = vault
+        # The server process's vault context (`wikiwright mcp` opens it); else one of its own.
+        self.ctx = ctx or VaultContext(config, vault)
         self.label = label or f"mcp: {Path.cwd().name or 'agent'}"
         self.clock = clock
         self._logged = False  # the first observation opens this connection's session block
@@ -70,11 +70,13 @@ class WikiTools:
     # -- reading -------------------------------------------------------------------------
 
     def _catalog(self) -> Any:
-        from ..wiki.catalog import Catalog
-
-        catalog = Catalog(self.vault)
+        """The context's catalogue, brought up to date (a person or the daemon may have written)."""
+        catalog = self.ctx.catalog
         catalog.refresh()
         return catalog
+
+    def close(self) -> None:
+        self.ctx.close()
 
     def search(self, query: str, limit: int = 10) -> dict[str, Any]:
         from ..query.query import search
@@ -83,11 +85,7 @@ class WikiTools:
             raise ToolInputError("search needs words to look for")
         if not 1 <= limit <= 100:
             raise ToolInputError("limit must be between 1 and 100")
-        catalog = self._catalog()
-        try:
-            results = search(self.vault, catalog, query, limit)
-        finally:
-            catalog.close()
+        results = search(self.vault, self._catalog(), query, limit)
         return {"query": query, "results": _plain([r.to_json() for r in results])}
 
     def page_name(self, page: str) -> str:
@@ -110,14 +108,11 @@ class WikiTools:
         except OSError as exc:  # a name the file system refuses (too long a component, ...)
             raise ToolInputError(f"{page!r} is not a page name: {exc.strerror}") from None
         catalog = self._catalog()
-        try:
-            # By name, title or alias; a slug is also tried as words ("billing-export" → "billing export").
-            found = catalog.resolve(raw) or catalog.resolve(raw.replace("-", " "))
-            if found is None:  # the stem of a page in a folder: "src-x" or "x" for sources/src-x
-                stems = {e.stem: e.name for e in catalog.entries()}
-                found = stems.get(raw) or stems.get(f"src-{raw}")
-        finally:
-            catalog.close()
+        # By name, title or alias; a slug is also tried as words ("billing-export" → "billing export").
+        found = catalog.resolve(raw) or catalog.resolve(raw.replace("-", " "))
+        if found is None:  # the stem of a page in a folder: "src-x" or "x" for sources/src-x
+            stems = {e.stem: e.name for e in catalog.entries()}
+            found = stems.get(raw) or stems.get(f"src-{raw}")
         if found is None:
             raise ToolInputError(f"no page {page!r} in the wiki (list_pages shows them, search finds them)")
         return str(found)
@@ -136,11 +131,7 @@ class WikiTools:
         return {"page": name, "path": f"wiki/{name}.md", "uri": f"wiki://{name}", "text": text}
 
     def list_pages(self, type: str | None = None) -> dict[str, Any]:
-        catalog = self._catalog()
-        try:
-            entries = catalog.entries()
-        finally:
-            catalog.close()
+        entries = self._catalog().entries()
         types = sorted({e.type for e in entries if e.type})
         if type:
             if type not in types:
@@ -153,44 +144,33 @@ class WikiTools:
     def history(self, page: str | None = None, source: str | None = None, kind: str | None = None,
                 limit: int = 20) -> dict[str, Any]:
         from ..history.view import KINDS, operations, page_path
-        from ..vcs.repo import GitRepo
 
         if not 1 <= limit <= 200:
             raise ToolInputError("limit must be between 1 and 200")
         if kind is not None and kind not in KINDS:
             raise ToolInputError(f"unknown kind {kind!r}; one of: {', '.join(KINDS)}")
-        repo = GitRepo(self.vault.root, self.config.git.author_name, self.config.git.author_email)
+        repo = self.ctx.repo
         path = None
         if page:
-            catalog = self._catalog()
             try:
-                path = page_path(self.vault, catalog, repo, page)
+                path = page_path(self.vault, self._catalog(), repo, page)
             except WikiwrightError as exc:
                 raise ToolInputError(str(exc)) from None
-            finally:
-                catalog.close()
         ops = operations(repo, path=path, source=source, kind=kind, limit=limit)
         return {"page": path, "operations": _plain([op.to_json() for op in ops])}
 
     def ask(self, question: str) -> dict[str, Any]:
-        from ..intake.ledger import Ledger
         from ..query.query import ask
 
         if not question.strip():
             raise ToolInputError("ask needs a question")
-        ledger = Ledger(self.vault.db_path)
-        catalog = self._catalog()
-        try:
-            answer = ask(self.config, self.vault, catalog, ledger, question)
-        finally:
-            ledger.close()
-            catalog.close()
+        answer = ask(self.config, self.vault, self._catalog(), self.ctx.ledger, question, costs=lambda: self.ctx.costs)
         return _plain(answer.to_json())
 
     def status(self) -> dict[str, Any]:
         from .status import gather
 
-        return _plain(gather(self.config, self.vault))
+        return _plain(gather(self.ctx))
 
     # -- writing (daily logs and raw/, never pages) ------------------------------------------
 
@@ -219,34 +199,20 @@ class WikiTools:
                 "note": "consolidation folds it into the wiki's topic pages once its gate opens "
                         "(`wikiwright consolidate --check`)"}
 
-    def _raw_target(self, title: str, text: str) -> Path:
-        first = title.strip() or next((line.strip("# ").strip() for line in text.splitlines() if line.strip()), "")
-        slug = _SLUG_RE.sub("-", first.casefold()).strip("-")[:60].strip("-") or "note"
-        folder = self.vault.raw
-        folder.mkdir(parents=True, exist_ok=True)
-        target = folder / f"{slug}.md"
-        n = 2
-        while target.exists() or target.is_symlink():
-            target = folder / f"{slug}-{n}.md"
-            n += 1
-        return target
-
     def ingest_text(self, text: str, title: str = "", wait_seconds: float = DEFAULT_INGEST_WAIT) -> dict[str, Any]:
         """Drop a note into raw/; ingest it here when no daemon runs; report the state reached."""
+        from ..intake.drop import note_body, note_into_raw
+
         if not text.strip():
             raise ToolInputError("ingest_text needs the note's text")
         if not 0 <= wait_seconds <= 300:
             raise ToolInputError("wait_seconds must be between 0 and 300")
-        body = text if not title.strip() or text.lstrip().startswith("#") else f"# {title.strip()}\n\n{text}"
-        if not body.endswith("\n"):
-            body += "\n"
-        size = len(body.encode("utf-8"))
+        size = len(note_body(title, text).encode("utf-8"))
         if size > self.config.ingest.max_source_bytes:
             raise ToolInputError(f"the note is {size} bytes, over ingest.max_source_bytes "
                                  f"({self.config.ingest.max_source_bytes})")
         with self._lock:
-            target = self._raw_target(title, text)
-            atomic_write_text(target, body, crash_hooks=False)
+            target = note_into_raw(self.vault, title, text)
         rel = self.vault.rel(target)
         lock = VaultLock(self.vault, "mcp")
         try:
@@ -259,13 +225,7 @@ class WikiTools:
             lock.release()
 
     def _source_state(self, rel: str, how: str, extra: dict[str, Any] | None = None) -> dict[str, Any]:
-        from ..intake.ledger import Ledger
-
-        ledger = Ledger(self.vault.db_path)
-        try:
-            record = ledger.get_file(rel)
-        finally:
-            ledger.close()
+        record = self.ctx.ledger.get_file(rel)
         state = record.state if record else "pending"
         out = {"path": rel, "state": state, "reason": record.reason if record else "",
                "page": (record.page or None) if record else None,
@@ -290,7 +250,7 @@ class WikiTools:
         vault's lock is held by the caller, as `wikiwright ingest` holds it)."""
         from .oneshot import ingest_here
 
-        outcomes = ingest_here(self.config, self.vault, [self.vault.root / rel], lambda _result: None)
+        outcomes = ingest_here(self.ctx, [self.vault.root / rel], lambda _result: None)
         found = self._source_state(rel, "this server (no daemon was running)")
         if found["state"] == "pending":
             found["reason"] = found["reason"] or "pending until the daemon runs (`wikiwright run`)"
@@ -375,9 +335,9 @@ def build_server(tools: WikiTools) -> Any:
     return server
 
 
-def serve(config: Config, vault: Vault) -> int:
-    """Run the server on stdin/stdout until the client closes it."""
-    server = build_server(WikiTools(config, vault))
-    log.info("wikiwright mcp: serving %s over stdio", vault.root)
+def serve(ctx: VaultContext) -> int:
+    """Run the server on stdin/stdout until the client closes it (on the process's context)."""
+    server = build_server(WikiTools(ctx.config, ctx.vault, ctx=ctx))
+    log.info("wikiwright mcp: serving %s over stdio", ctx.vault.root)
     server.run("stdio")
     return 0

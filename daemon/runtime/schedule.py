@@ -1,46 +1,58 @@
-"""The periodic jobs the daemon runs besides rescans (lint, consolidation, review).
+"""The periodic jobs the daemon runs besides rescans (lint, consolidation, review, sync).
 
-Each room contributes its job here; the daemon only schedules them. Given the daemon's door,
-every job works through its ledger, catalogue and repository: one connection to each database
-in the process (tests/test_daemon_connections.py counts them), not one set per job.
+Each room contributes its job here; the daemon only schedules them. Made from the daemon's
+:class:`~.context.VaultContext` before anything is opened (the daemon builds its loops in its
+``__init__``); each job takes the context's parts at its first tick, after the daemon's
+setup opened the door: every job works through the one ledger, catalogue, repository and cost
+ledger of the process (tests/test_daemon_connections.py counts them), not one set per job.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import Any, TypeVar
 
-from ..core.config import Config
-from ..core.vault import Vault
+from ..runtime.context import VaultContext
 from ..runtime.daemon import PeriodicJob
 
-if TYPE_CHECKING:
-    from ..door import Door
-    from ..intake.ledger import Ledger
-    from ..vcs.repo import GitRepo
-    from ..wiki.catalog import Catalog
-
-    Services = tuple[Ledger, Catalog, GitRepo]
+T = TypeVar("T")
 
 
-def periodic_jobs(config: Config, vault: Vault, door: Door | None = None) -> list[PeriodicJob]:
-    jobs: list[PeriodicJob] = []
+def _made_once(make: Callable[[], T]) -> Callable[[], T]:
+    made: list[T] = []
+
+    def get() -> T:
+        if not made:
+            made.append(make())
+        return made[0]
+
+    return get
+
+
+def periodic_jobs(ctx: VaultContext) -> list[PeriodicJob]:
+    config, vault = ctx.config, ctx.vault
+
     from ..upkeep.review import ReviewJobs
 
-    services: Services | None = (door.ledger, door.catalog, door.repo) if door is not None else None
-    review = ReviewJobs(config, vault, door)
-    jobs.append(PeriodicJob("lint", review.lint_period, review.lint_if_due))
-    jobs.append(PeriodicJob("review-watch", config.lint.review_poll_seconds, review.watch_review))
-    jobs.append(PeriodicJob("consolidation", config.consolidation.check_interval_minutes * 60,
-                            lambda: _consolidation_tick(config, vault, services)))
+    # The door is asked for at the first tick (after the daemon's setup opened it).
+    review = ReviewJobs(config, vault, lambda: ctx.door, ctx.llm_client)
+    jobs = [PeriodicJob("lint", review.lint_period, review.lint_if_due),
+            PeriodicJob("review-watch", config.lint.review_poll_seconds, review.watch_review),
+            PeriodicJob("consolidation", config.consolidation.check_interval_minutes * 60,
+                        lambda: _consolidation_tick(ctx))]
     if config.git.remote.strip():
-        from ..door.sync import SyncJob
+        def sync_job() -> Any:
+            from ..door.sync import SyncJob
 
-        sync = SyncJob(config, vault, services)
-        jobs.append(PeriodicJob("sync", config.git.sync_interval_seconds, sync.tick))
+            door = ctx.door
+            return SyncJob(config, vault, (door.ledger, door.catalog, door.repo), door=door)
+
+        sync = _made_once(sync_job)
+        jobs.append(PeriodicJob("sync", config.git.sync_interval_seconds, lambda: sync().tick()))
     return jobs
 
 
-def _consolidation_tick(config: Config, vault: Vault, services: Services | None) -> None:
+def _consolidation_tick(ctx: VaultContext) -> None:
     from ..memory.consolidate import scheduled_tick  # imported at the first check, not at start
 
-    scheduled_tick(config, vault, services=services)
+    scheduled_tick(ctx.config, ctx.vault, door=ctx.door, llm=ctx.llm_client)

@@ -10,55 +10,59 @@ from typing import Any
 from ..core.config import Config
 from ..core.fsutil import cas_mode
 from ..core.vault import Vault, VaultLock
-from ..intake.ledger import Ledger
+from ..intake.ledger import SYNC_REFUSED_KEY, SYNC_STATE_KEY, Ledger
+from ..runtime.context import VaultContext
 from ..runtime.diskspace import disk_full_status
-from ..vcs.repo import GitRepo
+from ..vcs.remote import Remote
+from ..vcs.repo import GitRepo, git
 
 STALE_HEARTBEAT = 30.0
 
 
-def gather(config: Config, vault: Vault, *, recent: int = 5) -> dict[str, Any]:
-    ledger = Ledger(vault.db_path)
-    try:
-        counts = ledger.counts()
-        # Daily logs wait for the consolidation gate, not in the ingest queue: counted apart.
-        for row in ledger.files(kind="log"):
-            counts[row.state] = counts.get(row.state, 0) - 1
-        problems = [
-            {"path": r.path, "state": r.state, "reason": r.reason}
-            for state in ("quarantined", "skipped")
-            for r in ledger.files(state)
-        ]
-        pending = [
-            {"path": r.path, "kind": r.kind, "state": r.state, "reason": r.reason, "attempts": r.attempts}
-            for r in ledger.files("pending") + ledger.files("running") if r.kind != "log"
-        ]
-        duplicates = [{"path": r.path, "reason": r.reason} for r in ledger.files("duplicate")]
-        # Sources a person took back: `wikiwright revert` / `retract` (their files stay in raw/).
-        withdrawn = [
-            {"path": s.path, "state": s.state, "page": s.page, "commit": s.commit_sha[:10]}
-            for s in ledger.sources() if s.state != "ingested"
-        ]
-        notices = [{"key": k, "message": m, "since": s} for k, m, s in ledger.notices()]
-        consolidation = consolidation_summary(config, vault, ledger)
-        # A full disk can keep new files from even reaching the queue: count them as waiting.
-        disk_notice, waiting = disk_full_status(vault, lambda: {r.path for r in ledger.files()})
-        if disk_notice is not None:
-            notices.append(disk_notice)
-            pending += waiting
-            counts["pending"] = counts.get("pending", 0) + len(waiting)
-        sync: dict[str, Any] = {"enabled": False}
-        if config.git.remote.strip():  # the sync machinery is imported only where sync is on
-            from ..door.sync import sync_summary
-
-            sync = sync_summary(config, ledger, GitRepo(vault.root))
-    finally:
-        ledger.close()
+def gather(ctx: VaultContext | Config, vault: Vault | None = None, *, recent: int = 5) -> dict[str, Any]:
+    """Read only: the context's ledger, repository and (when llm.db exists) cost ledger. Given
+    a Config and a Vault instead (a caller with no context of its own), a read-only context
+    is opened for the call."""
+    if not isinstance(ctx, VaultContext):
+        assert vault is not None, "gather(config, vault) needs the vault"
+        with VaultContext(ctx, vault, write=False) as own:
+            return gather(own, recent=recent)
+    config, vault, ledger = ctx.config, ctx.vault, ctx.ledger
+    counts = ledger.counts()
+    # Daily logs wait for the consolidation gate, not in the ingest queue: counted apart.
+    for row in ledger.files(kind="log"):
+        counts[row.state] = counts.get(row.state, 0) - 1
+    problems = [
+        {"path": r.path, "state": r.state, "reason": r.reason}
+        for state in ("quarantined", "skipped")
+        for r in ledger.files(state)
+    ]
+    pending = [
+        {"path": r.path, "kind": r.kind, "state": r.state, "reason": r.reason, "attempts": r.attempts}
+        for r in ledger.files("pending") + ledger.files("running") if r.kind != "log"
+    ]
+    duplicates = [{"path": r.path, "reason": r.reason} for r in ledger.files("duplicate")]
+    # Sources a person took back: `wikiwright revert` / `retract` (their files stay in raw/).
+    withdrawn = [
+        {"path": s.path, "state": s.state, "page": s.page, "commit": s.commit_sha[:10]}
+        for s in ledger.sources() if s.state != "ingested"
+    ]
+    notices = [{"key": k, "message": m, "since": s} for k, m, s in ledger.notices()]
+    consolidation = consolidation_summary(ctx)
+    # A full disk can keep new files from even reaching the queue: count them as waiting.
+    disk_notice, waiting = disk_full_status(vault, lambda: {r.path for r in ledger.files()})
+    if disk_notice is not None:
+        notices.append(disk_notice)
+        pending += waiting
+        counts["pending"] = counts.get("pending", 0) + len(waiting)
+    sync: dict[str, Any] = {"enabled": False}
+    if config.git.remote.strip():
+        sync = sync_summary(config, ledger, ctx.repo)
     holder = VaultLock(vault).holder()
     heartbeat: dict[str, Any] = {}
     with contextlib.suppress(OSError, ValueError):  # no heartbeat yet, or torn by a crash
         heartbeat = json.loads((vault.state / "heartbeat.json").read_text(encoding="utf-8"))
-    repo = GitRepo(vault.root)
+    repo = ctx.repo
     commits = [
         {"sha": c.sha[:10], "subject": c.subject, "date": c.date}
         for c in repo.log(limit=recent)
@@ -66,7 +70,7 @@ def gather(config: Config, vault: Vault, *, recent: int = 5) -> dict[str, Any]:
     engine = f"model:{config.llm.model}" if config.llm.enabled else "offline (no model configured)"
     from ..ingest.llm import spend_summary  # litellm itself is not imported by this
 
-    spend = spend_summary(vault, config)
+    spend = spend_summary(vault, config, costs=lambda: ctx.costs)
     daemon: dict[str, Any] = {"running": holder is not None, "holder": holder}
     if heartbeat:
         age = time.time() - float(heartbeat.get("time", 0))
@@ -99,14 +103,15 @@ def gather(config: Config, vault: Vault, *, recent: int = 5) -> dict[str, Any]:
     }
 
 
-def consolidation_summary(config: Config, vault: Vault, ledger: Ledger) -> dict[str, Any]:
+def consolidation_summary(ctx: VaultContext) -> dict[str, Any]:
     """The daily logs waiting for consolidation and the gate they wait for (read only)."""
+    config, vault, ledger = ctx.config, ctx.vault, ctx.ledger
     # The gate module, not the consolidator: status does not import what writes pages.
     from ..memory.gate import ConsolidationLock, gate_status, load_cursor, peek_new_logs
 
     reads = peek_new_logs(vault, load_cursor(ledger))  # names and session counts, not every line parsed
     lock = ConsolidationLock(vault, config.consolidation.stale_lock_minutes)
-    gate = gate_status(config, vault, ledger, lock, GitRepo(vault.root), reads)
+    gate = gate_status(config, vault, ledger, lock, ctx.repo, reads)
     hours_left = None if gate.time_ok or gate.hours_since is None else max(0.0, gate.min_hours - gate.hours_since)
     if not reads:
         line = "nothing waiting for consolidation"
@@ -119,3 +124,33 @@ def consolidation_summary(config: Config, vault: Vault, ledger: Ledger) -> dict[
             parts.append(f"locked by {gate.lock.locked_by}")
         line = f"waiting for consolidation (gate: {', '.join(parts)})"
     return {"logs": [read.rel for read in reads], "line": line, "hours_left": hours_left, **gate.as_dict()}
+
+
+def sync_summary(config: Config, ledger: Ledger, repo: GitRepo) -> dict[str, Any]:
+    """Ahead/behind (as of the last fetch), the last sync, and why a sync waits: read from the
+    ledger and the refs, so status shows it without importing the door."""
+    if not config.git.remote.strip():
+        return {"enabled": False}
+    remote = Remote(repo, config.git.remote, config.git.branch)
+    try:
+        state = json.loads(ledger.get_kv(SYNC_STATE_KEY, "{}"))
+    except ValueError:
+        state = {}
+    try:
+        ahead, behind = remote.ahead_behind()
+    except (git.GitCommandError, ValueError):
+        ahead, behind = 0, 0
+    try:
+        refused = json.loads(ledger.get_kv(SYNC_REFUSED_KEY, "{}"))
+    except ValueError:
+        refused = {}
+    return {
+        "refused": [f"refused from the remote: {item.get('path', '')} ({item.get('why', '')})"
+                    for item in refused.get("items", [])] if isinstance(refused, dict) else [],
+        "refused_total": int(refused.get("total", 0)) if isinstance(refused, dict) else 0,
+        "enabled": True, "remote": remote.name, "branch": remote.branch, "ahead": ahead, "behind": behind,
+        "not_pushed": ahead, "push": config.git.push, "interval_seconds": config.git.sync_interval_seconds,
+        "last_sync": state.get("last_success", 0), "last_fetch": state.get("last_fetch", 0),
+        "last_push": state.get("last_push", 0), "waiting": state.get("waiting", ""),
+        "next_try": state.get("next_try", 0),
+    }

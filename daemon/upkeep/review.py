@@ -120,12 +120,15 @@ class Outcome:
 class ReviewQueue:
     """Syncs lint findings into REVIEW.md and carries out a person's answers."""
 
-    def __init__(self, config: Config, vault: Vault, door: Door | None = None) -> None:
+    def __init__(self, config: Config, vault: Vault, door: Door | Callable[[], Door] | None = None,
+                 client: Callable[[], Any] | None = None) -> None:
         self.config = config
         self.vault = vault
-        # The daemon's door (its ledger, catalogue and repository), or one of its own, opened
-        # when first needed and closed with the queue.
+        # The process's door (its ledger, catalogue and repository; or what gives it, asked at
+        # first use), or one of its own, opened when first needed and closed with the queue.
         self._shared_door = door
+        # Makes the model client of the prose check (the process's, on its cost ledger).
+        self._client = client
         self._ready = False
         self._last_seen: str | None = None
         self._last_done: str | None = None
@@ -135,7 +138,8 @@ class ReviewQueue:
     def _open(self) -> None:
         if self._ready:
             return
-        self.door = self._shared_door or Door.open(self.config, self.vault)
+        shared = self._shared_door
+        self.door = (shared() if callable(shared) else shared) or Door.open(self.config, self.vault)
         self.ledger, self.catalog, self.repo = self.door.ledger, self.door.catalog, self.door.repo
         self.store = ReviewStore.on(self.ledger)
         self._op: Operation | None = None  # the operation an answer is being carried out in
@@ -177,7 +181,7 @@ class ReviewQueue:
                 texts[name] = parse_page(text).body
             except FrontMatterError:
                 continue
-        client = LLMClient(self.config, self.vault, self.ledger)
+        client = self._client() if self._client is not None else LLMClient(self.config, self.vault, self.ledger)
         try:
             result = run_prose_check(self.config, texts, client)
         except LLMError as exc:
@@ -542,10 +546,11 @@ LINT_CHECK_SECONDS = 300.0
 class ReviewJobs:
     """Two periodic jobs: lint when due (a wall-clock gate), and the REVIEW.md watch."""
 
-    def __init__(self, config: Config, vault: Vault, door: Door | None = None) -> None:
+    def __init__(self, config: Config, vault: Vault, door: Door | Callable[[], Door] | None = None,
+                 client: Callable[[], Any] | None = None) -> None:
         self.config = config
         self.vault = vault
-        self.queue = ReviewQueue(config, vault, door)
+        self.queue = ReviewQueue(config, vault, door, client)
 
     def lint_if_due(self) -> None:
         self.queue._open()

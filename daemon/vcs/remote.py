@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from ..core.errors import WikiwrightError
+from ..core.opkinds import OpKind
 from ..vcs.repo import (
     GitRepo,
     git,  # GitPython, imported only when one of its errors is raised or matched
@@ -292,3 +293,19 @@ def _one_line(text: str) -> str:
         if line.lower().startswith(("fatal:", "error:", "remote:", "!")):
             return line
     return lines[-1] if lines else ""
+
+
+def shared_consolidation_ms(repo: GitRepo, remote: str, branch: str) -> int | None:
+    """When the wiki was last consolidated on any machine (ms): the newest consolidation commit
+    in HEAD's history, or the newest claim on the remote as last fetched (no fetch: read by
+    the gate status shows, which never imports the door)."""
+    newest: int | None = None
+    found = repo.log("-F", f"--grep=Wikiwright-Operation: {OpKind.CONSOLIDATE.value}", limit=1)
+    if found:
+        from datetime import datetime
+
+        newest = int(datetime.fromisoformat(found[0].date).timestamp() * 1000)
+    claim = Remote(repo, remote, branch).last_claim()
+    if claim is not None and (newest is None or claim[0] * 1000 > newest):
+        newest = int(claim[0] * 1000)
+    return newest

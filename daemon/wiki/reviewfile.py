@@ -290,11 +290,22 @@ class ReviewStore:
         self._lock = threading.RLock()
         self._owned = True
 
+    @staticmethod
+    def migrate(db_path: Path) -> None:
+        """Bring the review tables of ``db_path`` to their version (a short connection of its
+        own: best before the ledger's opens, as SQLite keeps a closed descriptor open while
+        another connection of the process holds a lock on the file)."""
+        migrate(db_path, _REVIEW_SCHEMA)
+
     @classmethod
-    def on(cls, ledger: Ledger) -> ReviewStore:
+    def on(cls, ledger: Ledger, *, migrated: bool = False) -> ReviewStore:
         """The store on the ledger's own connection (its lock too): a long-lived store in the
-        daemon adds no connection to state.db. Closing it leaves the ledger's open."""
-        migrate(ledger.path, _REVIEW_SCHEMA)
+        daemon adds no connection to state.db. Closing it leaves the ledger's open. The review
+        tables are brought to their version once per ledger (``migrated``: already done, by
+        :meth:`migrate` before the ledger opened)."""
+        if not migrated and getattr(ledger, "_review_schema_checked", False) is not True:
+            migrate(ledger.path, _REVIEW_SCHEMA)
+        ledger._review_schema_checked = True  # type: ignore[attr-defined]
         store = cls.__new__(cls)
         store._db, store._lock = ledger.shared_connection()
         store._owned = False
