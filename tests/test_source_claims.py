@@ -214,3 +214,21 @@ def test_claims_whose_ingest_is_published_are_pruned_and_the_bytes_are_still_ing
     for root in (ma.root, mb.root):
         counts = _ingest_commits_by_sha(root)
         assert all(counts[sha] == 1 for sha in early.values()), counts
+
+
+def test_a_sync_round_prunes_the_claims_its_push_published(machines: tuple[Path, Machine, Machine]) -> None:
+    """A machine that only syncs (nothing new to claim) still prunes the claims of the ingests
+    its rounds published, once the grace has passed (old code: only the next claim pruned, so
+    a machine that stopped receiving files kept its claims on the remote for good)."""
+    remote, ma, _mb = machines
+    text = source_text(30, "synced widgets")
+    ma.ingest("synced.md", text)
+    sha = hashlib.sha256(text.encode()).hexdigest()
+    assert _claimed(remote, "refs/wikiwright/sources/") == {sha}
+    ma.syncer.prune_every = 0
+    ma.sync()  # published, and seen published: the grace starts
+    assert _claimed(remote, "refs/wikiwright/sources/") == {sha}
+    assert ma.syncer._claims is not None
+    ma.syncer._claims.grace = 0  # the grace has passed (made short here)
+    ma.sync()
+    assert _claimed(remote, "refs/wikiwright/sources/") == set()
