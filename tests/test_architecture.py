@@ -165,7 +165,7 @@ def git_problems(found: tuple[Module, ...] | None = None) -> list[str]:
                 problems.append(f"{where}: a git command line")
             elif isinstance(node, ast.Call):
                 name = _dotted(node.func)
-                if name.endswith(".run") and name.split(".")[-2] in _REPO_NAMES:
+                if name.endswith((".run", "._run")) and name.split(".")[-2] in _REPO_NAMES:
                     problems.append(f"{where}: {name}(...) runs a raw git command")
                 elif name.split(".")[-1] == "git_status":
                     problems.append(f"{where}: git_status(...) runs a raw git command")

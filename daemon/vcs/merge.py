@@ -36,22 +36,22 @@ def is_ancestor(repo: GitRepo, older: str, newer: str) -> bool:
 def changed_paths(repo: GitRepo, base: str | None, theirs: str) -> list[str]:
     """The paths ``theirs`` changed since ``base`` (every path of ``theirs`` without a base)."""
     if base:
-        out = repo.run("diff", "--name-only", "-z", "--no-renames", base, theirs, strip=False)
+        out = repo._run("diff", "--name-only", "-z", "--no-renames", base, theirs, strip=False)
     else:
-        out = repo.run("ls-tree", "-r", "-z", "--name-only", theirs, strip=False)
+        out = repo._run("ls-tree", "-r", "-z", "--name-only", theirs, strip=False)
     return [p for p in out.split("\0") if p]
 
 
 def commits_between(repo: GitRepo, tip: str, exclude: str | None) -> int:
     """How many commits ``tip`` has that ``exclude`` has not."""
-    return len(repo.run("rev-list", tip, *(("--not", exclude) if exclude else ())).split())
+    return len(repo._run("rev-list", tip, *(("--not", exclude) if exclude else ())).split())
 
 
 def tree_entries(repo: GitRepo, tree: str | None) -> dict[str, Entry]:
     """Every file entry of ``tree`` (blobs, links, gitlinks), read as objects: no index involved."""
     if not tree:
         return {}
-    out = repo.run("ls-tree", "-r", "-z", "--full-tree", tree, strip=False)
+    out = repo._run("ls-tree", "-r", "-z", "--full-tree", tree, strip=False)
     entries: dict[str, Entry] = {}
     for item in out.split("\0"):
         if not item:
@@ -88,7 +88,7 @@ def blob_sizes(repo: GitRepo, blobs: Iterable[str]) -> dict[str, int]:
     unique = sorted(set(blobs))
     if not unique:
         return {}
-    out = repo.run("cat-file", "--batch-check", input="\n".join(unique).encode() + b"\n")
+    out = repo._run("cat-file", "--batch-check", input="\n".join(unique).encode() + b"\n")
     sizes = {}
     for line in out.splitlines():
         parts = line.split()
@@ -112,7 +112,7 @@ def tree_changes(repo: GitRepo, old: str | None, new: str) -> dict[str, tuple[st
     commits ('' where absent; ``old`` None: every file of ``new`` is new)."""
     if not old:
         return {path: ("", blob, mode) for path, (mode, blob) in tree_entries(repo, new).items()}
-    out = repo.run("diff-tree", "-r", "-z", "--no-renames", "--no-commit-id", old, new, strip=False)
+    out = repo._run("diff-tree", "-r", "-z", "--no-renames", "--no-commit-id", old, new, strip=False)
     parts = out.split("\0")
     changes: dict[str, tuple[str, str, str]] = {}
     index = 0
@@ -133,7 +133,7 @@ def status_paths(repo: GitRepo, paths: Sequence[str]) -> list[str]:
     person's index or that are untracked (``git status``; names matched literally)."""
     dirty: list[str] = []
     for start in range(0, len(paths), _CHUNK):
-        out = repo.run("--literal-pathspecs", "status", "--porcelain", "-z", "--no-renames",
+        out = repo._run("--literal-pathspecs", "status", "--porcelain", "-z", "--no-renames",
                        "--untracked-files=all", "--", *paths[start:start + _CHUNK], strip=False)
         dirty += [entry[3:] for entry in out.split("\0") if len(entry) > 3 and entry[2] == " "]
     return dirty
@@ -144,13 +144,13 @@ def commit_tree(repo: GitRepo, tree: str, parents: Sequence[str], message: str) 
     args = ["commit-tree", tree]
     for parent in parents:
         args += ["-p", parent]
-    return repo.run(*args, input=message.encode("utf-8"))
+    return repo._run(*args, input=message.encode("utf-8"))
 
 
 def move_head(repo: GitRepo, old: str | None, new: str, reason: str) -> bool:
     """HEAD from ``old`` to ``new`` (a compare-and-swap: False when HEAD is no longer ``old``)."""
     try:
-        repo.run("update-ref", "-m", reason, "HEAD", new, old or "")
+        repo._run("update-ref", "-m", reason, "HEAD", new, old or "")
     except git.GitCommandError:
         return False
     return True

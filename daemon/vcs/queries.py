@@ -24,7 +24,7 @@ def rev_list(repo: GitRepo, *revs: str, grep: str = "") -> list[str]:
     fixed string ``grep`` when given; empty when a revision is unknown (an empty history)."""
     args = ["rev-list", *revs, *(("-F", f"--grep={grep}") if grep else ())]
     try:
-        return repo.run(*args).split()
+        return repo._run(*args).split()
     except git.GitCommandError:
         return []
 
@@ -70,7 +70,7 @@ def verify_objects_since(repo: GitRepo, since: str) -> tuple[bool, str]:
     """Read every object reachable from a ref but not from ``since`` and check its hash and
     links (``rev-list --objects --verify-objects``): (all sound, git's complaint)."""
     try:
-        repo.run("rev-list", "--objects", "--verify-objects", "--all", "--not", since)
+        repo._run("rev-list", "--objects", "--verify-objects", "--all", "--not", since)
         return True, ""
     except git.GitCommandError as exc:
         return False, str(exc.stderr)
@@ -84,7 +84,7 @@ class Authored:
 
 def commit_authors(repo: GitRepo, revisions: str) -> list[Authored]:
     """(sha, author name) of each commit in ``revisions`` (a rev or a range), newest first."""
-    out = repo.run("log", "--format=%H%x1f%an", revisions)
+    out = repo._run("log", "--format=%H%x1f%an", revisions)
     found = []
     for line in out.splitlines():
         sha, _, author = line.partition("\x1f")
@@ -98,7 +98,7 @@ def patch_log(repo: GitRepo, revs: Sequence[str], format: str) -> str:
     first, each commit headed by ``format`` and followed by its patch against its first parent
     (no renames, no colour, no external diff or textconv, paths unquoted); empty when git fails."""
     try:
-        return repo.run(
+        return repo._run(
             "-c", "core.quotePath=false", "log", "--reverse", "-p", "-U0", "--no-color", "--no-ext-diff",
             "--no-textconv", "--no-renames", "--diff-merges=first-parent", f"--format={format}", *revs, strip=False,
         )
@@ -110,7 +110,7 @@ def local_commit_with_object(repo: GitRepo, blob: str, author: str, path: str) -
     """The newest commit by ``author`` (matched literally) in HEAD's history and on no
     remote-tracking branch that adds or removes object ``blob`` under ``path``; None if none."""
     try:
-        out = repo.run("log", "HEAD", "--not", "--remotes", "-n1", "--format=%H", "--fixed-strings",
+        out = repo._run("log", "HEAD", "--not", "--remotes", "-n1", "--format=%H", "--fixed-strings",
                        f"--author={author}", f"--find-object={blob}", "--", path)
     except git.GitCommandError:
         return None
@@ -121,7 +121,7 @@ def local_commit_with_object(repo: GitRepo, blob: str, author: str, path: str) -
 
 def paths_changed(repo: GitRepo, commit: str) -> list[str]:
     """The paths ``commit`` changed against its first parent (all its files for a root commit)."""
-    out = repo.run("diff-tree", "--no-commit-id", "-r", "--name-only", "--no-renames", "-z", "--root", commit,
+    out = repo._run("diff-tree", "--no-commit-id", "-r", "--name-only", "--no-renames", "-z", "--root", commit,
                    strip=False)
     return [p for p in out.split("\0") if p]
 
@@ -131,7 +131,7 @@ def paths_changed_by(repo: GitRepo, commits: Sequence[str]) -> set[str]:
     what it changed against either parent; a root commit counts its files."""
     if not commits:
         return set()
-    out = repo.run("diff-tree", "--stdin", "-r", "-m", "--root", "--no-commit-id", "--name-only", "--no-renames",
+    out = repo._run("diff-tree", "--stdin", "-r", "-m", "--root", "--no-commit-id", "--name-only", "--no-renames",
                    "-z", input=("\n".join(commits) + "\n").encode("ascii"), strip=False)
     return {p for p in out.split("\0") if p}
 
@@ -140,7 +140,7 @@ def paths_in_history(repo: GitRepo, *pathspecs: str) -> list[str]:
     """The paths matching ``pathspecs`` (git's pathspec magic allowed) that any commit of
     HEAD's history changed, newest first, each once; empty when git cannot say."""
     try:
-        out = repo.run("log", "--format=", "--name-only", "--", *pathspecs)
+        out = repo._run("log", "--format=", "--name-only", "--", *pathspecs)
     except git.GitCommandError:
         return []
     return list(dict.fromkeys(line for line in out.splitlines() if line.strip()))
@@ -148,7 +148,7 @@ def paths_in_history(repo: GitRepo, *pathspecs: str) -> list[str]:
 
 def tracked(repo: GitRepo, *paths: str) -> list[str]:
     """The files under ``paths`` the person's index tracks (``git ls-files``), literally named."""
-    out = repo.run("--literal-pathspecs", "ls-files", "-z", "--", *paths, strip=False)
+    out = repo._run("--literal-pathspecs", "ls-files", "-z", "--", *paths, strip=False)
     return [p for p in out.split("\0") if p]
 
 
@@ -161,7 +161,7 @@ class Status:
 def worktree_status(repo: GitRepo, *paths: str) -> list[Status]:
     """What differs between HEAD, the index and the working tree under ``paths`` (untracked
     files listed one by one, renames as a removal and an addition)."""
-    out = repo.run("--literal-pathspecs", "status", "--porcelain", "-z", "--no-renames", "--untracked-files=all",
+    out = repo._run("--literal-pathspecs", "status", "--porcelain", "-z", "--no-renames", "--untracked-files=all",
                    "--", *paths, strip=False)
     return [Status(entry[:2], entry[3:]) for entry in out.split("\0") if len(entry) > 3]
 
@@ -192,7 +192,7 @@ def for_each_ref(repo: GitRepo, patterns: Sequence[str], fields: Sequence[str] =
     ``fields`` (``for-each-ref`` atoms such as ``refname``, ``objectname``,
     ``contents:subject``, ``creatordate:unix``)."""
     fmt = "%00".join(f"%({name})" for name in fields)
-    out = repo.run("for-each-ref", f"--format={fmt}", *patterns)
+    out = repo._run("for-each-ref", f"--format={fmt}", *patterns)
     return [tuple((line.split("\0") + [""] * len(fields))[:len(fields)]) for line in out.splitlines() if line]
 
 
@@ -202,7 +202,7 @@ def update_refs(repo: GitRepo, updates: Mapping[str, str | None], message: str =
         return
     lines = "".join(f"update {ref} {value}\n" if value else f"delete {ref}\n" for ref, value in updates.items())
     args = ["update-ref", *(("-m", message) if message else ()), "--stdin"]
-    repo.run(*args, input=lines.encode("utf-8", "surrogateescape"))
+    repo._run(*args, input=lines.encode("utf-8", "surrogateescape"))
 
 
 __all__ = [

@@ -100,7 +100,7 @@ class Remote:
 
     def configured(self) -> bool:
         try:
-            return bool(self.repo.run("config", "--get", f"remote.{self.name}.url"))
+            return bool(self.repo._run("config", "--get", f"remote.{self.name}.url"))
         except git.GitCommandError:
             return False
 
@@ -118,11 +118,11 @@ class Remote:
         """(commits here not on the remote, commits there not here), from the last fetch."""
         if self.remote_head() is None:
             try:
-                ahead = int(self.repo.run("rev-list", "--count", "HEAD") or 0)
+                ahead = int(self.repo._run("rev-list", "--count", "HEAD") or 0)
             except git.GitCommandError:
                 ahead = 0
             return ahead, 0
-        out = self.repo.run("rev-list", "--left-right", "--count", f"HEAD...{self.tracking_ref}")
+        out = self.repo._run("rev-list", "--left-right", "--count", f"HEAD...{self.tracking_ref}")
         left, _, right = out.partition("\t")
         return int(left or 0), int(right or 0)
 
@@ -178,7 +178,7 @@ class Remote:
         if code == 0:
             # Record what the remote now holds (push updates the tracking ref only for
             # configured refspecs).
-            self.repo.run("update-ref", self.tracking_ref, head)
+            self.repo._run("update-ref", self.tracking_ref, head)
             return PushResult.PUSHED, ""
         if any(marker in err for marker in _REJECT_MARKERS):
             return PushResult.REJECTED, _one_line(err)
@@ -191,14 +191,14 @@ class Remote:
         and the other's is rejected.
         """
         parent = self.rev(self.claim_tracking_ref)
-        empty_tree = self.repo.run("hash-object", "-t", "tree", "-w", "/dev/null")
+        empty_tree = self.repo._run("hash-object", "-t", "tree", "-w", "/dev/null")
         args = ["commit-tree", empty_tree, "-m", message]
         if parent:
             args[2:2] = ["-p", parent]
-        claim = self.repo.run(*args)
+        claim = self.repo._run(*args)
         code, err = self._network("push", "--porcelain", "-q", self.name, f"{claim}:{CLAIM_REF}")
         if code == 0:
-            self.repo.run("update-ref", self.claim_tracking_ref, claim)
+            self.repo._run("update-ref", self.claim_tracking_ref, claim)
             return PushResult.PUSHED, claim
         if any(marker in err for marker in _REJECT_MARKERS):
             return PushResult.REJECTED, _one_line(err)
@@ -248,7 +248,7 @@ class Remote:
         ref = self.rev(self.claim_tracking_ref)
         if ref is None:
             return None
-        out = self.repo.run("log", "-1", "--format=%ct%x1f%B", ref)
+        out = self.repo._run("log", "-1", "--format=%ct%x1f%B", ref)
         stamp, _, message = out.partition("\x1f")
         return float(stamp or 0), message.strip()
 

@@ -149,10 +149,10 @@ class GitRepo:
                     name in os.environ for name in ("GIT_DIR", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY")):
                 self._objects_path = self.git_dir / "objects"
             else:
-                self._objects_path = self.root / self.run("rev-parse", "--git-path", "objects")
+                self._objects_path = self.root / self._run("rev-parse", "--git-path", "objects")
         return self._objects_path
 
-    def run(self, *args: str, env: Mapping[str, str] | None = None, strip: bool = True,
+    def _run(self, *args: str, env: Mapping[str, str] | None = None, strip: bool = True,
             input: bytes | None = None) -> str:
         command = ["git", *args]
         full_env = self._full_env(env)
@@ -171,7 +171,7 @@ class GitRepo:
     def init_if_missing(self) -> bool:
         if self.git_dir.exists():
             return False
-        self.run("init", "-q")
+        self._run("init", "-q")
         return True
 
     def head(self) -> str | None:
@@ -241,7 +241,7 @@ class GitRepo:
         values = []
         for key in ("user.name", "user.email"):
             try:
-                values.append(self.run("config", key))
+                values.append(self._run("config", key))
             except git.GitCommandError:
                 values.append("")
         return values[0] or "Vault owner", values[1] or "owner@localhost"
@@ -296,7 +296,7 @@ class GitRepo:
             else:
                 lines.append(f"{modes.get(rel, '100644')} {blob}\t{rel}\n")
         data = "".join(lines).encode("utf-8", "surrogateescape")
-        self._with_lock_retry(lambda: self.run("update-index", "--index-info", input=data))
+        self._with_lock_retry(lambda: self._run("update-index", "--index-info", input=data))
 
     # -- committing ----------------------------------------------------------------------
 
@@ -393,7 +393,7 @@ class GitRepo:
             return None  # none of the paths changed
         crash_point("before-commit")
         parents = ["-p", head] if head else []
-        commit = self.run("commit-tree", tree, *parents, env=env, input=message.encode("utf-8"))
+        commit = self._run("commit-tree", tree, *parents, env=env, input=message.encode("utf-8"))
         subject = message.split("\n", 1)[0]
         # Named before HEAD moves: a crash before the person's index catches up is finished by
         # the door's recovery (its journal) or finish_index_sync, never left as a stale index.
@@ -403,7 +403,7 @@ class GitRepo:
             self.pending_sync.write_text("".join(f"{blob or '-'} {rel}\n" for rel, blob in entries.items()),
                                          encoding="utf-8", errors="surrogateescape")
         try:
-            self.run("update-ref", "-m", f"commit: {subject}", "HEAD", commit, head or "")
+            self._run("update-ref", "-m", f"commit: {subject}", "HEAD", commit, head or "")
         except git.GitCommandError as exc:
             self.pending_sync.unlink(missing_ok=True)
             raise _HeadMoved() from exc
@@ -497,7 +497,7 @@ class GitRepo:
         if limit:
             cmd.append(f"-n{limit}")
         try:
-            out = self.run(*cmd, *args, strip=False)
+            out = self._run(*cmd, *args, strip=False)
         except git.GitCommandError:
             return []
         commits = []
@@ -520,7 +520,7 @@ class GitRepo:
 
     def show(self, rev: str, path: str) -> str | None:
         try:
-            return self.run("show", f"{rev}:{path}", strip=False)
+            return self._run("show", f"{rev}:{path}", strip=False)
         except git.GitCommandError:
             return None
 
@@ -529,7 +529,7 @@ class GitRepo:
         vault's write lock around it, so the daemon's own housekeeping cannot start meanwhile)."""
         self.wait_for_gc()
         try:
-            out = self.run("fsck", "--full", "--no-progress")
+            out = self._run("fsck", "--full", "--no-progress")
             return True, out
         except git.GitCommandError as exc:
             return False, str(exc.stderr)
@@ -571,7 +571,7 @@ class GitRepo:
         write lock: no commit of ours and no doctor fsck runs meanwhile."""
         if not self.wait_for_gc():
             return
-        self.run("-c", "gc.autoDetach=false", "gc", "--auto", "--quiet", env={"GIT_CONFIG_COUNT": "0"})
+        self._run("-c", "gc.autoDetach=false", "gc", "--auto", "--quiet", env={"GIT_CONFIG_COUNT": "0"})
 
 
 def git_status(repo: GitRepo, *args: str) -> tuple[int, str, str]:
