@@ -95,12 +95,12 @@ class _RacingRepo(GitRepo):
 
     raced = False
 
-    def run(self, *args: str, env: Mapping[str, str] | None = None, strip: bool = True,
+    def _run(self, *args: str, env: Mapping[str, str] | None = None, strip: bool = True,
             input: bytes | None = None) -> str:
         if args and args[0] in ("update-ref", "commit") and not self.raced:
             self.raced = True
             _person_commits(self.root, "race.txt")
-        return super().run(*args, env=env, strip=strip, input=input)
+        return super()._run(*args, env=env, strip=strip, input=input)
 
 
 def test_head_moving_under_a_commit_is_never_overwritten(vault: Vault) -> None:
