@@ -524,7 +524,7 @@ def test_the_round_asks_git_only_through_vcs() -> None:
         imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
         assert "subprocess" not in imported, module.__name__
         runs = [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Attribute) and node.func.attr in ("run", "_with_lock_retry")
+                and isinstance(node.func, ast.Attribute) and node.func.attr in ("run", "_run", "_with_lock_retry")
                 and isinstance(node.func.value, ast.Attribute) and node.func.value.attr == "repo"]
         assert not runs, f"{module.__name__}: repo.run at lines {runs}"
     merge_rules = {name for name in dir(sync_module) if name.startswith("_merge_")}
