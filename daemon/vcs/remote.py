@@ -212,17 +212,8 @@ class Remote:
             return {}
         code, out = self._network("push", "--porcelain", self.name,
                                   *(f"{commit}:{ref}" for ref, commit in updates.items()))
-        results: dict[str, PushResult] = {}
-        for line in out.splitlines():
-            flag, _, rest = line.partition("\t")
-            spec, _, _summary = rest.partition("\t")
-            ref = spec.rpartition(":")[2]
-            if ref in updates and len(flag) == 1:
-                results[ref] = {"*": PushResult.PUSHED, "=": PushResult.UP_TO_DATE, " ": PushResult.PUSHED,
-                                "!": PushResult.REJECTED}.get(flag, PushResult.REJECTED)
-        if code != 0 and not results:
-            raise RemoteError(_one_line(out) or f"git push exited with {code}")
-        return results
+        return _per_ref(code, out, set(updates), {"*": PushResult.PUSHED, "=": PushResult.UP_TO_DATE,
+                                                  " ": PushResult.PUSHED})
 
     def delete_refs(self, expected: dict[str, str]) -> dict[str, PushResult]:
         """Delete each ref on the remote, in one push, only where it still holds the commit
@@ -233,15 +224,7 @@ class Remote:
         code, out = self._network("push", "--porcelain", self.name,
                                   *(f"--force-with-lease={ref}:{commit}" for ref, commit in expected.items()),
                                   *(f":{ref}" for ref in expected))
-        results: dict[str, PushResult] = {}
-        for line in out.splitlines():
-            flag, _, rest = line.partition("\t")
-            ref = rest.partition("\t")[0].rpartition(":")[2]
-            if ref in expected and len(flag) == 1:
-                results[ref] = PushResult.PUSHED if flag == "-" else PushResult.REJECTED
-        if code != 0 and not results:
-            raise RemoteError(_one_line(out) or f"git push exited with {code}")
-        return results
+        return _per_ref(code, out, set(expected), {"-": PushResult.PUSHED})
 
     def last_claim(self) -> tuple[float, str] | None:
         """(time, message) of the newest consolidation claim as last fetched."""
@@ -293,6 +276,20 @@ def _one_line(text: str) -> str:
         if line.lower().startswith(("fatal:", "error:", "remote:", "!")):
             return line
     return lines[-1] if lines else ""
+
+
+def _per_ref(code: int, out: str, wanted: set[str], meaning: dict[str, PushResult]) -> dict[str, PushResult]:
+    """Each wanted ref's outcome from ``git push --porcelain`` (``flag<TAB>src:dst<TAB>summary``
+    lines; a flag not in ``meaning`` is a refusal). Raises RemoteError when no ref was reported."""
+    results: dict[str, PushResult] = {}
+    for line in out.splitlines():
+        flag, _, rest = line.partition("\t")
+        ref = rest.partition("\t")[0].rpartition(":")[2]
+        if ref in wanted and len(flag) == 1:
+            results[ref] = meaning.get(flag, PushResult.REJECTED)
+    if code != 0 and not results:
+        raise RemoteError(_one_line(out) or f"git push exited with {code}")
+    return results
 
 
 def shared_consolidation_ms(repo: GitRepo, remote: str, branch: str) -> int | None:
