@@ -182,3 +182,32 @@ def test_a_documentation_page_laid_out_in_tables_keeps_its_text(services: Servic
     assert "The stylesheet is applied to the document with xsltApplyStylesheet" in body
     assert "| Integrating" not in body  # prose, not a table cell
     assert "Main Menu" not in body
+
+
+def test_a_restructuredtext_topic_titled_by_its_title_field(services: Services) -> None:
+    """A reST document opened by a field list (`:title:` as the AWS CLI's topic guides and
+    Pelican write it) and no section title: its title is that field (old code: the file name,
+    "aws-return-codes")."""
+    services.drop("aws-return-codes.rst", (
+        ":title: AWS CLI Return Codes\n:description: Describes the various return codes of the AWS CLI\n"
+        ":category: General\n\nThese are the following return codes returned at the end of execution\n"
+        "of a CLI command:\n\n* ``0`` -- The service responded with an HTTP response status code of 200.\n\n"
+        "* ``1`` -- Limited to ``s3`` commands, at least one or more s3 transfers failed.\n\n"
+        "See :ref:`s3-faq` for more.\n"))
+    assert [r.state for r in services.drain()] == ["ingested"]
+    meta, body = page_of(services, "aws-return-codes.rst")
+    assert meta["title"] == "AWS CLI Return Codes", meta
+    assert body.lstrip().startswith("# AWS CLI Return Codes\n"), body[:80]
+
+
+def test_a_heading_with_badges_is_titled_by_its_words(services: Services) -> None:
+    """``# rustfmt [![linux](…badge.svg)](…)``: the badges are links around images; the title is
+    "rustfmt" (old code: "rustfmt [](https://github.com/…) [](…)")."""
+    services.drop("README.md", (
+        "# rustfmt [![linux](https://github.com/rust-lang/rustfmt/actions/workflows/linux.yml/badge.svg?event=push)]"
+        "(https://github.com/rust-lang/rustfmt/actions/workflows/linux.yml) [![crates.io]"
+        "(https://img.shields.io/crates/v/rustfmt-nightly.svg)](https://crates.io/crates/rustfmt-nightly)\n\n"
+        "A tool for formatting Rust code according to style guidelines.\n"))
+    assert [r.state for r in services.drain()] == ["ingested"]
+    meta, _body = page_of(services, "README.md")
+    assert meta["title"] == "rustfmt", meta

@@ -232,6 +232,8 @@ def plain_inline(text: str) -> str:
     every other character (underscores, asterisks, backticks) kept as it is."""
     text = re.sub(r"!?\[\[([^\]|]+)(?:\|([^\]]+))?\]\]", lambda m: m.group(2) or m.group(1), text)
     text = _IMAGE_RE.sub("", text)
+    # A badge: a link around an image, empty once the image is gone.
+    text = re.sub(r"\[\s*\]\((?:[^()\s]|\([^()]*\))*(?:\s+\"[^\"]*\")?\)", "", text)
     text = re.sub(r"\[([^\]]+)\]\((?:[^()\s]|\([^()]*\))*(?:\s+\"[^\"]*\")?\)", r"\1", text)
     text = re.sub(r"\[([^\]]+)\]\[[^\]]*\]", r"\1", text)  # reference links
     text = re.sub(r"`([^`<]+?)\s*<[^<>`]+>`__?", r"\1", text)  # reST links: `text <url>`_

@@ -183,8 +183,22 @@ def rst_to_markdown(text: str) -> tuple[str, str]:
         if isinstance(child, nodes.title):
             title = " ".join(child.astext().split())
             break
+    if not title:
+        title = _declared_title(tree)
     body = re.sub(r"\n{3,}", "\n\n", "\n".join(writer.out)).strip() + "\n"
     return body, title
+
+
+def _declared_title(tree: nodes.document) -> str:
+    """A ``:title:`` field opening the document (the metadata of Pelican, the AWS CLI's topics
+    and others), when it has no title of its own."""
+    for child in tree.children[:3]:
+        if isinstance(child, (nodes.docinfo, nodes.field_list)):
+            for field in child.children:
+                if isinstance(field, nodes.field) and len(field.children) > 1 and \
+                        field.children[0].astext().strip().casefold() == "title":
+                    return " ".join(field.children[1].astext().split())
+    return ""
 
 
 class _Markdown:
