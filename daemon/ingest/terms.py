@@ -108,6 +108,8 @@ ms us µs ns ps sec secs min mins hr hrs hz khz mhz ghz px pt em rem dpi ppi fps
 mm cm km kg mg ml kw mw kwh am pm utc gmt
 """.split())  # noqa: SIM905 - a word list reads better as prose
 COMMON_ZIPF = 4.3  # a word this frequent in English (wordfreq's Zipf scale) is a word, not a name
+_CODE_SPAN_RE = re.compile(r"`+[^`]+`+")
+COMMON_ACRONYM_ZIPF = 3.5  # an acronym this frequent in English text (API 3.7, URL 3.9) is a word
 PHRASE_ZIPF = 4.9  # a lower-case phrase this frequent is everyday language ("first time", "next step")
 
 
@@ -138,7 +140,13 @@ def common_word_reason(label: str, project: str = "") -> str:
     if re.search(r"[_=(){}<>$\\/@]|^-|\w\.\w|::", label):
         return "code"
     if len(words) == 1:
-        if re.fullmatch(r"[A-Z][A-Z0-9+#&-]{1,9}s?", label) or re.search(r"[a-z][A-Z]|\d", label):
+        acronym = re.fullmatch(r"([A-Z][A-Z0-9+#&-]{1,9})s?", label)
+        if acronym and COMMON_ACRONYM_ZIPF <= zipf(acronym.group(1).casefold()) < COMMON_ZIPF:
+            # As common as a word (API, URL, PDF, UI): every technical text says it, and a page
+            # of their mentions tells nothing. (More frequent still, its lower case is a word of
+            # its own — HEAD, KEY — which capitalised_word judges by how the prose writes it.)
+            return "common-acronym"
+        if acronym or re.search(r"[a-z][A-Z]|\d", label):
             return ""  # an acronym, CamelCase or a versioned name (HEAD, CSRF, PyPI, libxml2)
         return "common-word" if zipf(folded) >= COMMON_ZIPF else ""
     if label.islower():
@@ -297,7 +305,13 @@ def _term_prose(sentences: list[str]) -> tuple[list[str], str]:
 def source_keyphrases(sentences: list[str]) -> list[str]:
     """yake's keyphrases of a source's prose: the costly part of :func:`extract_terms`, and a
     function of the source alone, so the planner computes it ahead, outside its lock."""
-    return _keyphrases(_term_prose(sentences)[1])
+    return _keyphrases(_without_code(_term_prose(sentences)[1]))
+
+
+def _without_code(prose: str) -> str:
+    """The prose with its code spans taken out (a phrase break in their place): a command or an
+    identifier in backticks (`lite keys delete`) is not a phrase that names a concept."""
+    return _CODE_SPAN_RE.sub(" ; ", prose)
 
 
 def extract_terms(body: str, title: str, sentences: list[str], limit: int = MAX_TERMS,
@@ -374,7 +388,7 @@ def extract_terms(body: str, title: str, sentences: list[str], limit: int = MAX_
     for word in re.findall(_WORD, title):
         if word.casefold() not in _STOPWORDS and len(word) > 2:
             add(word, "entity" if word[:1].isupper() or re.search(r"\d", word) else "concept", 2.0, from_title=True)
-    for rank, phrase in enumerate(keyphrases if keyphrases is not None else _keyphrases(prose)):
+    for rank, phrase in enumerate(keyphrases if keyphrases is not None else _keyphrases(_without_code(prose))):
         if _good_keyphrase(phrase):
             add(phrase, "concept" if phrase.islower() else "entity", 2.0 - rank * 0.05)
 
