@@ -166,3 +166,37 @@ def test_a_claim_with_a_verbatim_quote_across_line_breaks_is_accepted(services: 
         server.close()
     claims, _ = parse_claims(parse_page(page(services, "billing-api")).body)
     assert [c.value for c in claims if c.key == "billing-api.auth"] == ["API keys"]
+
+
+def test_a_plan_that_never_committed_leaves_no_held_operation_behind(services: Services) -> None:
+    """Planning writes nothing of its own: the held operation's JSON under .wikiwright/held/
+    is written once the ingest's commit exists. Here the repository enters a merge between
+    the plan and the commit, so the plan is set aside (old code: its held JSON stayed, for an
+    ingest that had not happened); planned again once the merge is over, it is written."""
+    bad = {"op": "add_to_section", "page": "billing-api", "heading": "Embed",
+           "text": "<script src=\"https://evil.example/x.js\"></script>"}
+    server = seeded(services, [reply(bad, GOOD), reply(bad, GOOD)])
+    try:
+        planner = services.pipeline.planner
+        plan = planner.plan
+        merge_head = services.vault.root / ".git" / "MERGE_HEAD"
+        merged: list[bool] = []
+
+        def then_a_merge_starts(*args: Any, **kwargs: Any) -> Any:
+            planned = plan(*args, **kwargs)
+            if not merged:  # the first plan only
+                merged.append(True)
+                merge_head.write_text(git(services.vault.root, "rev-parse", "HEAD"))
+            return planned
+
+        planner.plan = then_a_merge_starts  # type: ignore[method-assign]
+        services.drop("notes.md", SOURCE)
+        assert [r.state for r in services.drain()] == ["pending"]
+        assert not list((services.vault.state / "held").glob("*.json"))
+        merge_head.unlink()
+        record = services.ledger.get_file("raw/notes.md")
+        assert record is not None and services.ledger.wake(record.path, record.sha256, "the merge is over")
+        assert [r.state for r in services.drain()] == ["ingested"]
+    finally:
+        server.close()
+    assert list((services.vault.state / "held").glob("*.json"))

@@ -36,7 +36,6 @@ from ..core.errors import (
     SourceRejected,
     UnsafePathError,
 )
-from ..core.fsutil import atomic_write_text
 from ..core.opkinds import FixAction
 from ..core.resources import read_shipped_text
 from ..core.vault import Vault
@@ -302,15 +301,14 @@ class ModelPlanner:
                                         statements, today, page, secrets)
         changes.insert(0, PageChange(page, source_text, base=self._read(page), reason="source page"))
         held = held_proposals(record, page, workspace.held)
+        state_files: dict[Path, str] = {}
         if workspace.held:
-            self._keep_held_json(record, workspace.held)
+            state_files[self.vault.state / "held" / f"{record.sha256[:16]}.json"] = _held_json(record, workspace.held)
         if workspace.normalised_records:
             # What was taken after normalising, as the model sent it (its extra fields included).
-            folder = self.vault.state / "normalised"
-            folder.mkdir(parents=True, exist_ok=True)
-            atomic_write_text(folder / f"{record.sha256[:16]}.json", json.dumps(
+            state_files[self.vault.state / "normalised" / f"{record.sha256[:16]}.json"] = json.dumps(
                 {"source": record.path, "operations": workspace.normalised_records}, indent=2, ensure_ascii=False,
-                default=str))
+                default=str)
         tolerance = Tolerance(workspace.as_sent, workspace.normalised, len(workspace.held), Counter(workspace.kinds),
                               Counter(h.kind for h in workspace.held))
         self.last_tolerance = tolerance
@@ -322,6 +320,7 @@ class ModelPlanner:
             record=record, title=title, source_page=page, changes=changes, engine=self.engine,
             links=touched, claims_added=workspace.claims_added, claims_superseded=workspace.claims_superseded,
             tokens_in=usage_in, tokens_out=usage_out, cost_usd=cost, held_for_review=held, trailers=trailers,
+            state_files=state_files,
         )
 
     @staticmethod
@@ -518,12 +517,9 @@ class ModelPlanner:
         parsed.body = body
         return render_page(parsed)
 
-    def _keep_held_json(self, record: FileRecord, held: list[Held]) -> None:
-        """The full proposals, for a person (or review.py) to apply by hand later."""
-        folder = self.vault.state / "held"
-        folder.mkdir(parents=True, exist_ok=True)
-        data = [{"page": h.page, "reason": h.reason, "op": h.op, "summary": summarize_op(h.op),
-                 **({"sent": h.sent} if h.sent is not None else {})} for h in held]
-        atomic_write_text(folder / f"{record.sha256[:16]}.json",
-                          json.dumps({"source": record.path, "held": data}, indent=2, ensure_ascii=False,
-                                     default=str))
+
+def _held_json(record: FileRecord, held: list[Held]) -> str:
+    """The full proposals held back, for a person (or review.py) to apply by hand later."""
+    data = [{"page": h.page, "reason": h.reason, "op": h.op, "summary": summarize_op(h.op),
+             **({"sent": h.sent} if h.sent is not None else {})} for h in held]
+    return json.dumps({"source": record.path, "held": data}, indent=2, ensure_ascii=False, default=str)

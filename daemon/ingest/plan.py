@@ -58,6 +58,9 @@ class IngestPlan:
     cost_usd: float = 0.0
     held_for_review: list[Proposal] = field(default_factory=list)  # REVIEW.md proposals, added at commit
     trailers: dict[str, str] = field(default_factory=dict)  # more commit trailers (the model's Wikiwright-Ops)
+    # Files under .wikiwright/ for a person to read (held operations, what normalising changed),
+    # written once the commit exists: planning itself writes nothing.
+    state_files: dict[Path, str] = field(default_factory=dict)
 
     @property
     def pages(self) -> list[str]:
