@@ -318,3 +318,27 @@ def test_files_dropped_while_down_are_found_by_the_start_rescan(
     assert stop(proc) == 0
     assert sorted(t.split(" sha256:")[0] for t in source_trailers(root)) == [
         "raw/handed.md", "raw/offline-0.md", "raw/offline-1.md", "raw/offline-2.md", "raw/sub/nested.md"]
+
+
+def test_ctrl_c_in_the_terminal_stops_the_daemon_quietly(tmp_path: Path, daemons: list[subprocess.Popen[str]]) -> None:
+    """Ctrl-C sends SIGINT to the terminal's whole process group: the daemon and its document
+    reader. The daemon stops cleanly (exit 0) and its terminal shows no traceback, nor a line a
+    second for each periodic job (old code: the reader printed a KeyboardInterrupt traceback,
+    and APScheduler logged every run of every job at INFO)."""
+    import sys
+
+    root = fresh_vault(tmp_path)
+    log_path = tmp_path / "terminal.log"
+    with log_path.open("w") as handle:
+        proc = subprocess.Popen([sys.executable, "-m", "wikiwright", "run", "--vault", str(root)],
+                                stdout=handle, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+                                env={**os.environ, "WIKIWRIGHT_LINT_REVIEW_POLL_SECONDS": "0.5"})
+    daemons.append(proc)
+    (root / "raw" / "topic.md").write_text(note(1))
+    wait_for(lambda: len(ingest_commits(root)) >= 1, timeout=30, interval=0.1, what="the ingest")
+    time.sleep(1.5)  # the review watch (every 0.5 s here) has run a few times
+    os.killpg(proc.pid, signal.SIGINT)  # what the terminal does on Ctrl-C
+    assert proc.wait(timeout=30) == 0
+    shown = log_path.read_text(errors="replace")
+    assert "Traceback" not in shown, shown
+    assert "apscheduler" not in shown, shown

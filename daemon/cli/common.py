@@ -66,7 +66,7 @@ def setup_logging(verbose: int, default: int = logging.WARNING) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
-    for noisy in ("watchdog", "git", "LiteLLM", "litellm", "httpx"):
+    for noisy in ("watchdog", "apscheduler", "git", "LiteLLM", "litellm", "httpx"):
         logging.getLogger(noisy).setLevel(max(level, logging.WARNING))
 
 

@@ -20,6 +20,7 @@ import json
 import logging
 import os
 import resource
+import signal
 import struct
 import sys
 from pathlib import Path
@@ -108,6 +109,9 @@ def _read_one(header: dict[str, Any], data: bytes) -> dict[str, Any]:
 
 
 def main(argv: list[str]) -> int:
+    # Ctrl-C in the daemon's terminal reaches its whole process group: the daemon decides when
+    # this worker ends (it closes the pipe), so an interrupt is not this process's to act on.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     # Replies only on the real stdout; a library's print() lands on stderr.
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
