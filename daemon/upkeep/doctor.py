@@ -12,7 +12,7 @@ The checks (shared/reference/reliability.md, invariants I1-I5):
 - pages: every page under ``wiki/`` is UTF-8 with front matter that parses (claims counted);
 - person lines: no commit by the daemon removed a line a person wrote, unless the person asked
   for that operation (a ticked REVIEW.md item, revert, retract): those are listed, not failed.
-  Incremental from the last verified commit (kept in ledger.db); ``--full`` walks it all.
+  Incremental from the last verified commit (kept in state.db); ``--full`` walks it all.
 
 Safe repairs: queue a file nobody recorded, re-queue an ingested source whose commit is
 gone, remove the daemon's own temporary files once no write can be in flight. Everything
@@ -116,7 +116,7 @@ CREATE TABLE IF NOT EXISTS doctor_pages (path TEXT PRIMARY KEY, size INTEGER NOT
 
 
 class DoctorState:
-    """What earlier doctor runs verified, in the state database (ledger.db): the commit each
+    """What earlier doctor runs verified, in the state database (state.db): the commit each
     history check reached, the lines people wrote that still stand there, and the findings."""
 
     def __init__(self, vault: Vault) -> None:
