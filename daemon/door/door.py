@@ -53,7 +53,8 @@ from ..core.vault import Vault
 from ..core.vaultpaths import INDEX_PAGE, LOG_PAGE, is_log_file, safe_target, sync_problem
 from ..intake.ledger import Ledger
 from ..vcs.gitlock import remove_stale_locks
-from ..vcs.merge import commit_merge, is_ancestor, read_blobs, tree_changes
+from ..vcs.merge import commit_merge, read_blobs, tree_changes
+from ..vcs.queries import is_ancestor
 from ..vcs.repo import GitRepo, format_message, git_blob_id, merge_texts
 from ..wiki import reviewfile
 from ..wiki.catalog import Catalog

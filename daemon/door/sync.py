@@ -65,13 +65,13 @@ from ..vcs.merge import (
     blob_sizes,
     changed_paths,
     commits_between,
-    merge_base,
     read_blobs,
     status_paths,
     tree_entries,
     write_blob,
     write_tree,
 )
+from ..vcs.queries import merge_base
 from ..vcs.remote import MergeTree, PushResult, Remote, RemoteError, merge_file
 from ..vcs.repo import (
     GitRepo,

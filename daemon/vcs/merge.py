@@ -1,7 +1,8 @@
 """The plumbing a merge across machines needs, typed: trees as entries, blobs in batches.
 
 Everything a sync round asks git (``door/sync.py``, ``door/synctree.py``) goes through these
-functions, so no git command line is written outside ``vcs/``: the merge base, what changed,
+functions (with the history questions of :mod:`.queries`: the merge base, ancestry, a working
+tree's status), so no git command line is written outside ``vcs/``: what changed,
 a tree's file entries, many blobs or sizes at once, the paths a person changed and has not
 committed, a tree written from entries (in memory, :mod:`.trees`: no index file), and the
 diff between two trees. Nothing here touches the working tree, the person's index or HEAD.
@@ -13,24 +14,14 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from ..core.crashpoints import crash_point
 from ..core.errors import CommitPaused, WikiwrightError
-from .repo import BeforeMove, GitRepo, git, git_status
+from .queries import worktree_status
+from .repo import BeforeMove, GitRepo, git
 from .trees import tree_with
 
 Entry = tuple[str, str]  # (mode such as "100644", object id)
 REGULAR = "100644"
 ZERO = "0" * 40
 _CHUNK = 500
-
-
-def merge_base(repo: GitRepo, ours: str, theirs: str) -> str | None:
-    """The best common ancestor of two commits; None for unrelated histories."""
-    status, out, _err = git_status(repo, "merge-base", ours, theirs)
-    return out.strip() or None if status == 0 else None
-
-
-def is_ancestor(repo: GitRepo, older: str, newer: str) -> bool:
-    status, _out, _err = git_status(repo, "merge-base", "--is-ancestor", older, newer)
-    return status == 0
 
 
 def changed_paths(repo: GitRepo, base: str | None, theirs: str) -> list[str]:
@@ -130,13 +121,10 @@ def tree_changes(repo: GitRepo, old: str | None, new: str) -> dict[str, tuple[st
 
 def status_paths(repo: GitRepo, paths: Sequence[str]) -> list[str]:
     """Of ``paths`` (files or folders), the files whose working-tree content differs from the
-    person's index or that are untracked (``git status``; names matched literally)."""
-    dirty: list[str] = []
-    for start in range(0, len(paths), _CHUNK):
-        out = repo._run("--literal-pathspecs", "status", "--porcelain", "-z", "--no-renames",
-                       "--untracked-files=all", "--", *paths[start:start + _CHUNK], strip=False)
-        dirty += [entry[3:] for entry in out.split("\0") if len(entry) > 3 and entry[2] == " "]
-    return dirty
+    person's index or that are untracked (``git status``; names matched literally), asked
+    :data:`_CHUNK` paths at a time (a round can name thousands)."""
+    return [entry.path for start in range(0, len(paths), _CHUNK)
+            for entry in worktree_status(repo, *paths[start:start + _CHUNK])]
 
 
 def commit_tree(repo: GitRepo, tree: str, parents: Sequence[str], message: str) -> str:

@@ -19,6 +19,7 @@ from enum import Enum
 
 from ..core.errors import WikiwrightError
 from ..core.opkinds import OpKind
+from ..vcs.queries import is_ancestor
 from ..vcs.repo import (
     GitRepo,
     git,  # GitPython, imported only when one of its errors is raised or matched
@@ -127,9 +128,7 @@ class Remote:
         return int(left or 0), int(right or 0)
 
     def is_ancestor(self, older: str, newer: str) -> bool:
-        # An exit status, not an error: no exception (GitPython stays unimported in the daemon).
-        status, _out, _err = git_status(self.repo, "merge-base", "--is-ancestor", older, newer)
-        return status == 0
+        return is_ancestor(self.repo, older, newer)
 
     # -- network ---------------------------------------------------------------------------
 
