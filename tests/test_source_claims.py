@@ -225,10 +225,9 @@ def test_a_sync_round_prunes_the_claims_its_push_published(machines: tuple[Path,
     ma.ingest("synced.md", text)
     sha = hashlib.sha256(text.encode()).hexdigest()
     assert _claimed(remote, "refs/wikiwright/sources/") == {sha}
-    ma.syncer.prune_every = 0
+    ma.syncer.claims.prune_every = 0
     ma.sync()  # published, and seen published: the grace starts
     assert _claimed(remote, "refs/wikiwright/sources/") == {sha}
-    assert ma.syncer._claims is not None
-    ma.syncer._claims.grace = 0  # the grace has passed (made short here)
+    ma.syncer.claims.grace = 0  # the grace has passed (made short here)
     ma.sync()
     assert _claimed(remote, "refs/wikiwright/sources/") == set()

@@ -86,7 +86,7 @@ class SourceClaims:
         self._configured: tuple[float, bool] | None = None
         self._offline_until = 0.0  # after a push that could not reach the remote: no claims until then
         self.prune_every = PRUNE_EVERY  # an instance knob, so tests can shorten it
-        self._prune_after = 0.0  # monotonic time of the next look for claims to prune
+        self._pruned_at: float | None = None  # monotonic time of the last look for claims to prune
 
     @property
     def enabled(self) -> bool:
@@ -133,9 +133,7 @@ class SourceClaims:
             if owner is None:
                 self._claim([record.sha256, *self._unclaimed_queue(record)])
                 owner = self._owners([record.sha256]).get(record.sha256)
-            if time.monotonic() >= self._prune_after:
-                self._prune_after = time.monotonic() + self.prune_every
-                self._prune_quietly()
+            self._prune_if_due()
         if owner is None or owner == self._token():
             return None  # ours, or the remote could not be reached: ingest here
         waited = time.time() - record.seen_at
@@ -180,6 +178,21 @@ class SourceClaims:
             return []
         with _lock_for(self.repo):
             return self._prune_quietly()
+
+    def prune_if_due(self) -> list[str]:
+        """:meth:`prune`, at most once every :attr:`prune_every` seconds (claiming and every sync
+        round look; each look walks the tracking branch)."""
+        if not self.enabled:
+            return []
+        with _lock_for(self.repo):
+            return self._prune_if_due()
+
+    def _prune_if_due(self) -> list[str]:
+        now = time.monotonic()
+        if self._pruned_at is not None and now - self._pruned_at < self.prune_every:
+            return []
+        self._pruned_at = now
+        return self._prune_quietly()
 
     def _prune_quietly(self) -> list[str]:
         try:

@@ -80,7 +80,7 @@ from ..vcs.repo import (
 from ..wiki.catalog import Catalog
 from ..wiki.pagemerge import PageMerge
 from ..wiki.syncmerge import resolve
-from .sourceclaims import PRUNE_EVERY, SourceClaims, wake_claimed
+from .sourceclaims import SourceClaims, wake_claimed
 from .synctree import (
     REFUSED_HEADING,
     REFUSED_KEY,
@@ -146,8 +146,6 @@ class Syncer:
         self.remote = Remote(repo, config.git.remote, config.git.branch)
         self._round_times: dict[str, float] = {}
         self._refused: list[TrailerRefusal] = []  # trailers refused this round, kept by _import_sources
-        self._pruned_at = 0.0
-        self.prune_every = PRUNE_EVERY  # an instance knob, so tests can shorten it
         self._claims: SourceClaims | None = None
 
     @property
@@ -248,15 +246,17 @@ class Syncer:
         self._prune_claims()
         return report
 
-    def _prune_claims(self) -> None:
-        """Source claims whose ingest is published go after a round too (not only when this
-        machine next claims a source), at most once every PRUNE_EVERY seconds."""
-        if time.time() - self._pruned_at < self.prune_every:
-            return
-        self._pruned_at = time.time()
+    @property
+    def claims(self) -> SourceClaims:
+        """This machine's source claims on the remote (door/sourceclaims.py)."""
         if self._claims is None:
             self._claims = SourceClaims(self.config, self.repo, self.ledger)
-        self._claims.prune()
+        return self._claims
+
+    def _prune_claims(self) -> None:
+        """Source claims whose ingest is published go after a round too (not only when this
+        machine next claims a source)."""
+        self.claims.prune_if_due()
 
     def _propose_refused(self) -> None:
         """Trailers refused while integrating, as REVIEW.md items (one door operation; the list
