@@ -109,6 +109,7 @@ mm cm km kg mg ml kw mw kwh am pm utc gmt
 """.split())  # noqa: SIM905 - a word list reads better as prose
 COMMON_ZIPF = 4.3  # a word this frequent in English (wordfreq's Zipf scale) is a word, not a name
 _CODE_SPAN_RE = re.compile(r"`+[^`]+`+")
+_ACRONYM_RE = re.compile(r"([A-Z][A-Z0-9+#&-]{1,9})(s?)")  # HTTP, CSRF, APIs (a plural's s apart)
 COMMON_ACRONYM_ZIPF = 3.5  # an acronym this frequent in English text (API 3.7, URL 3.9) is a word
 PHRASE_ZIPF = 4.9  # a lower-case phrase this frequent is everyday language ("first time", "next step")
 
@@ -121,7 +122,7 @@ def zipf(text: str) -> float:
 
 def specificity(label: str) -> float:
     """0.1 (a word every text uses) … 1 (a name or term nothing else uses), from its frequency."""
-    if re.fullmatch(r"[A-Z][A-Z0-9+#&-]{1,9}s?", label):
+    if _ACRONYM_RE.fullmatch(label):
         return 1.0  # an acronym: its frequency as a word says nothing
     return max(0.1, min(1.0, (6.5 - zipf(label.casefold())) / 4.0))
 
@@ -140,7 +141,7 @@ def common_word_reason(label: str, project: str = "") -> str:
     if re.search(r"[_=(){}<>$\\/@]|^-|\w\.\w|::", label):
         return "code"
     if len(words) == 1:
-        acronym = re.fullmatch(r"([A-Z][A-Z0-9+#&-]{1,9})s?", label)
+        acronym = _ACRONYM_RE.fullmatch(label)
         if acronym and COMMON_ACRONYM_ZIPF <= zipf(acronym.group(1).casefold()) < COMMON_ZIPF:
             # As common as a word (API, URL, PDF, UI): every technical text says it, and a page
             # of their mentions tells nothing. (More frequent still, its lower case is a word of
@@ -228,7 +229,7 @@ def mention_sentence(label: str, sentences: list[str], folded_sentences: list[st
         if pattern is None:
             # An acronym is that name only as written: "the master key" does not mention KEY,
             # nor `lite keys delete` DELETE, nor a `csrf_token` CSRF.
-            flags = 0 if re.fullmatch(r"[A-Z][A-Z0-9+#&-]{1,9}", label) else re.IGNORECASE
+            flags = 0 if (acronym := _ACRONYM_RE.fullmatch(label)) and not acronym.group(2) else re.IGNORECASE
             pattern = re.compile(rf"(?<![\w-]){re.escape(label)}(?![\w-])", flags)
         if pattern.search(sentence):
             score = _definition_score(label, sentence)
