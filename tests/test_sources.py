@@ -243,3 +243,24 @@ def test_the_model_path_splits_a_long_source_at_its_headings() -> None:
     assert all(len(part) <= 1500 for part in parts)
     long_one = "# Huge\n\n" + ("A paragraph of words. " * 30 + "\n\n") * 10
     assert "".join(split_source(long_one, 1000)) == long_one
+
+
+def test_a_section_page_is_named_by_its_heading_not_by_the_site() -> None:
+    """A documentation site's section page has no <h1> in its main content; its <title> is the
+    first heading followed (or preceded) by the site's name."""
+    page = (b"<html><head><title>Rc&lt;T&gt;, the Reference Counted Smart Pointer - The Rust Programming Language"
+            b"</title></head><body><nav><h1 class='menu-title'>The Rust Programming Language</h1></nav><main>"
+            b"<h2>Rc&lt;T&gt;, the Reference-Counted Smart Pointer</h2><p>In the majority of cases, ownership "
+            b"is clear: you know exactly which variable owns a given value.</p><h3>Sharing Data</h3>"
+            b"<p>We create two lists that both share ownership of a third list.</p></main></body></html>")
+    text = read_source(Path("ch15-04-rc.html"), page)
+    assert find_title(text.text, text.kind, text.doc_title, "ch15 04 rc") == "Rc<T>, the Reference-Counted Smart Pointer"
+    prefixed = (b"<html><head><title>Node.js v22 | File system</title></head><body><main><h2>File system</h2>"
+                b"<p>The node:fs module enables interacting with the file system.</p></main></body></html>")
+    text = read_source(Path("fs.html"), prefixed)
+    assert find_title(text.text, text.kind, text.doc_title, "fs") == "File system"
+    # A first heading the <title> does not name is a section of the page: the <title> stays.
+    other = (b"<html><head><title>Release notes for 4.2</title></head><body><main><h2>Fixed</h2>"
+             b"<p>The parser no longer drops the last line of a file.</p></main></body></html>")
+    text = read_source(Path("notes.html"), other)
+    assert find_title(text.text, text.kind, text.doc_title, "notes") == "Release notes for 4.2"

@@ -35,7 +35,7 @@ from markdown_it import MarkdownIt
 from ..ingest.pagesafety import safe_digest, safety_lines
 from ..ingest.textrules import boilerplate_rule, is_generic_title, section_is_boilerplate, sentence_problem
 from ..wiki.pages import Page, render_page
-from ..wiki.sanitize import code_span
+from ..wiki.sanitize import INLINE_CODE_RE, code_span
 
 log = logging.getLogger(__name__)
 
@@ -255,7 +255,7 @@ def _close_markup(cut: str) -> str:
 
 # Spans a sentence never ends inside: code spans, and words with inner dots (versions 1.2.3,
 # file names, dotted identifiers flask.Flask.g, URLs), each without its sentence's own full stop.
-_PROTECT_RE = re.compile(r"(`+)[^`]+?\1|[^\s`]*\w[.:/]\w[^\s`]*?(?=[.,;:!?)\]\"']*(?:\s|$))")
+_PROTECT_RE = re.compile(INLINE_CODE_RE.pattern + r"|[^\s`]*\w[.:/]\w[^\s`]*?(?=[.,;:!?)\]\"']*(?:\s|$))")
 _PLACE = "\ue000{}\ue001"
 _PLACE_RE = re.compile("\ue000(\\d+)\ue001")
 
@@ -340,6 +340,17 @@ def _site_banner(h1: str, doc_title: str) -> bool:
     return len(segments) > 1 and h1.casefold() in segments[1:]
 
 
+def _heading_named_by(text: str, doc_title: str) -> str:
+    """The first heading of ``text`` (of any level) when the document's title is that heading,
+    alone or as one segment beside others (the site's name); '' otherwise."""
+    first = next((_clean_heading(h) for _level, h in headings(text, "markdown") if _clean_heading(h)), "")
+    if not first or sentence_like(first) or _generated_banner(first):
+        return ""
+    segments = [doc_title, *re.split(r"\s+[|—–·:-]\s+", doc_title)]
+    wanted = _letters(first)
+    return first if wanted and any(_letters(s) == wanted for s in segments) else ""
+
+
 def sentence_like(title: str) -> bool:
     """A "title" that is a sentence of the text (a PDF's bold line, a definition list's first
     entry): it ends as a sentence does and has several words, or it is long."""
@@ -364,6 +375,13 @@ def find_title(text: str, kind: str, doc_title: str, fallback: str, meta: dict[s
         if kind == "html" and doc_title and _site_banner(first_h1, doc_title):
             return re.split(r"\s+[|—–·:-]\s+", doc_title)[0].strip()[:120]
         return first_h1[:120]
+    if kind == "html" and doc_title.strip():
+        # A section page's <title> is "its first heading - the site" ("Shared-State Concurrency -
+        # The Rust Programming Language", "Installation — Flask Documentation (3.x)"): the page
+        # is named by that heading, not by the site.
+        named = _heading_named_by(text, doc_title)
+        if named:
+            return named[:120]
     if doc_title.strip() and not _junk_metadata_title(doc_title) and not sentence_like(doc_title):
         return " ".join(doc_title.split())[:120]
     if kind in ("pdf", "docx", "pptx"):

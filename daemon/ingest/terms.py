@@ -33,6 +33,7 @@ from ..core.secrets import REDACTED_RE
 from ..core.sqlitedb import Schema, open_db
 from ..ingest.offline import _STOPWORDS
 from ..ingest.textrules import is_generic_title, section_is_boilerplate, sentence_problem
+from ..wiki.sanitize import INLINE_CODE_RE
 
 log = logging.getLogger(__name__)
 
@@ -47,8 +48,10 @@ _NAME_RE = re.compile(
 )
 _TECH_RE = re.compile(r"(?<![\w./-])([a-z][a-z0-9]*(?:[0-9][a-z0-9]*|-[a-z0-9]+)*[0-9][a-z0-9]*)(?![\w/])")
 _HEADING_RE = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$", re.MULTILINE)
+# "Rust is telling us …", "X is not …": what it does now, or is not, defines nothing.
+_NOT_A_DEFINITION = r"(?!not\b|[a-z]{2,}ing\b)"
 _DEFINES_RE = (r"\s*(?:\([^)]{0,60}\)\s*)?(?:,[^,]{0,60},\s*)?"
-               r"(?:is|are|was|refers to|means|stands for|—|–|-|:)\s")
+               r"(?:\*{1,2}|_)?(?:is|are|was|refers to|means|stands for|—|–|-|:)(?:\*{1,2}|_)?\s" + _NOT_A_DEFINITION)
 
 # Capitalised words that start sentences or headings without naming anything.
 _CAPITAL_NOISE = frozenset("""
@@ -107,8 +110,9 @@ b kb mb gb tb pb kib mib gib tib pib kbit mbit gbit bps kbps mbps gbps kbit/s mb
 ms us µs ns ps sec secs min mins hr hrs hz khz mhz ghz px pt em rem dpi ppi fps rpm
 mm cm km kg mg ml kw mw kwh am pm utc gmt
 """.split())  # noqa: SIM905 - a word list reads better as prose
+# A title's word is the source's subject when the prose uses it this often.
+TITLE_WORD_USES = 3
 COMMON_ZIPF = 4.3  # a word this frequent in English (wordfreq's Zipf scale) is a word, not a name
-_CODE_SPAN_RE = re.compile(r"`+[^`]+`+")
 _ACRONYM_RE = re.compile(r"([A-Z][A-Z0-9+#&-]{1,9})(s?)")  # HTTP, CSRF, APIs (a plural's s apart)
 COMMON_ACRONYM_ZIPF = 3.5  # an acronym this frequent in English text (API 3.7, URL 3.9) is a word
 PHRASE_ZIPF = 4.9  # a lower-case phrase this frequent is everyday language ("first time", "next step")
@@ -160,6 +164,21 @@ def common_word_reason(label: str, project: str = "") -> str:
     return ""
 
 
+# A common word its title names is a source's subject when the prose uses it at least this many
+# times as often as English does, and it is not among the commonest words.
+TITLE_KEYNESS = 250.0
+TITLE_SUBJECT_ZIPF = 5.0
+
+
+def _title_subject(word: str, uses: int, words: int) -> bool:
+    """Is ``word``, which the title names and the prose uses ``uses`` times in ``words``, the
+    source's subject though a common word ("ownership", "strings"; not "code" or "data")?"""
+    common = zipf(word)
+    if not words or common >= TITLE_SUBJECT_ZIPF or word.endswith(("ly", "ing", "ed")):
+        return False
+    return (uses / words) / 10 ** (common - 9) >= TITLE_KEYNESS
+
+
 def capitalised_word(label: str) -> bool:
     """An acronym-shaped word that is also a common word of the language (KEY, POST, HEAD)."""
     return bool(re.fullmatch(r"[A-Z]{2,9}", label)) and zipf(label.casefold()) >= COMMON_ZIPF
@@ -169,6 +188,8 @@ def _good_label(label: str) -> bool:
     words = label.split()
     if not words or len(label) < 2 or len(label) > 60 or len(words) > 4:
         return False
+    if _CROSS_REFERENCE_RE.match(label):
+        return False  # "Appendix C", "Listing 4-9", "Chapter 18": a place in the document, not a thing
     if is_generic_title(label):
         return False
     if all(w.casefold() in _STOPWORDS or w.casefold() in _CAPITAL_NOISE for w in words):
@@ -180,13 +201,20 @@ def _good_label(label: str) -> bool:
     return not (len(label) < 3 and not label.isupper())
 
 
-_DEFINES_AFTER = re.compile(r"^[`*]*" + _DEFINES_RE, re.IGNORECASE)
+# A name in code may carry its type parameters or call parentheses (`Arc<T>`, `len()`) before
+# the closing backtick.
+_CODE_SUFFIX = r"(?:<[^<>`]{1,30}>|\(\))?"
+_DEFINES_AFTER = re.compile(r"^" + _CODE_SUFFIX + r"[`*]*" + _DEFINES_RE, re.IGNORECASE)
 # "CSRF attacks allow …", "Flask lets you …": the term, a word or two of its own, a verb that defines.
 _DEFINES_VERB = re.compile(
-    r"^[`*]*(?:\s+[\w-]+){0,2}?\s+(?:is|are|was|refers to|means|stands for|lets?|allows?|enables?|provides?|"
+    r"^" + _CODE_SUFFIX + r"[`*]*(?:\s+[\w-]+){0,2}?\s+"
+    r"(?:is|are|was|refers to|means|stands for|lets?|allows?|enables?|provides?|"
     r"gives?|makes?|helps?|describes?|represents?|implements?|supports?|consists? of|contains?|offers?|handles?|"
-    r"stores?|records?|keeps?|runs?|checks?|finds?|reports?|turns?|takes?|creates?|builds?)\s", re.IGNORECASE)
-_LEAD_IN = re.compile(r"^(?:the |an? )?[*`]*$", re.IGNORECASE)
+    r"stores?|records?|keeps?|runs?|checks?|finds?|reports?|turns?|takes?|creates?|builds?)\s" + _NOT_A_DEFINITION,
+    re.IGNORECASE)
+# What may stand before a defining sentence's subject: an article, or one word and a comma
+# ("Fortunately, `Arc<T>` is a type like …").
+_LEAD_IN = re.compile(r"^(?:[A-Z][a-z]+, )?(?:the |an? )?[*`]*$", re.IGNORECASE)
 
 
 def _definition_score(label: str, sentence: str) -> float:
@@ -266,6 +294,23 @@ def _shouting(sentence: str) -> bool:
     return len(letters) > 30 and sum(c.isupper() for c in letters) > 0.6 * len(letters)
 
 
+# A span in quotes, which may be another section's title ("see “Paths for Referring to an Item
+# in the Module Tree” in Chapter 7"), and a reference to a part of the document by number.
+_QUOTED_TITLE_RE = re.compile(r"[“\"]([^“”\"]{8,120})[”\"]")
+_CROSS_REFERENCE_RE = re.compile(
+    r"^(?:appendix|chapter|section|figure|fig|table|listing|example|part|step|page|volume|exercise|note)"
+    r"\.?\s+(?:[\dIVXLC]+|[A-Z])\b", re.IGNORECASE)
+
+
+def _quoted_title_out(match: re.Match[str]) -> str:
+    """A quoted title is a reference to a heading, not prose naming things: its capitalised
+    words are not names ("Paths for Referring", "Module Tree"). Other quotes stay."""
+    words = [w for w in re.findall(r"[\w'’-]+", match.group(1)) if len(w) > 3]
+    if len(words) >= 2 and sum(w[:1].isupper() for w in words) >= 0.7 * len(words):
+        return " ; "
+    return match.group(0)
+
+
 def _name_shaped(word: str) -> bool:
     """An acronym, a CamelCase or digit-bearing name: never a plain word that was capitalised."""
     return bool(re.fullmatch(r"[A-Z0-9+#-]{2,8}", word) or re.search(r"[a-z][A-Z]|\d", word))
@@ -310,9 +355,10 @@ def source_keyphrases(sentences: list[str]) -> list[str]:
 
 
 def _without_code(prose: str) -> str:
-    """The prose with its code spans taken out (a phrase break in their place): a command or an
-    identifier in backticks (`lite keys delete`) is not a phrase that names a concept."""
-    return _CODE_SPAN_RE.sub(" ; ", prose)
+    """The prose with its code spans and quoted section titles taken out (a phrase break in
+    their place): a command or an identifier in backticks (`lite keys delete`) is not a phrase
+    that names a concept, nor is a piece of another section's title ("Module Tree")."""
+    return _QUOTED_TITLE_RE.sub(_quoted_title_out, INLINE_CODE_RE.sub(" ; ", prose))
 
 
 def extract_terms(body: str, title: str, sentences: list[str], limit: int = MAX_TERMS,
@@ -340,12 +386,12 @@ def extract_terms(body: str, title: str, sentences: list[str], limit: int = MAX_
     kinds: dict[str, str] = {}
     bonus: dict[str, float] = {}
 
-    def add(label: str, kind: str, weight: float = 1.0, from_title: bool = False) -> None:
+    def add(label: str, kind: str, weight: float = 1.0, from_title: bool = False, subject: bool = False) -> None:
         label = " ".join(label.split()).strip(".,;:()[]'\"`*_")
         if not _good_label(label):
             return
         key = term_key(label)
-        if not key or is_generic_title(key) or common_word_reason(label, project):
+        if not key or is_generic_title(key) or (common_word_reason(label, project) and not subject):
             return
         if capitalised_word(label) and (len(label) == 2 or tokens[label] <= tokens[label.lower()]):
             # KEY taken from "API KEY" where the prose says "key": the word, not a name; two
@@ -363,14 +409,14 @@ def extract_terms(body: str, title: str, sentences: list[str], limit: int = MAX_
                 if tokens[label.lower()] < tokens[label]:
                     deferred.setdefault(key, (label, kind, weight))
                 return
-            if label[:1].islower() and not (from_title and tokens[label] >= 3):
+            if label[:1].islower() and not (from_title and tokens[label] >= TITLE_WORD_USES):
                 return  # a lower-case word is a name only when the title names it ("bash README")
         counts[key] += 1
         labels.setdefault(key, Counter())[label] += 1
         kinds.setdefault(key, kind)
         bonus[key] = bonus.get(key, 0.0) + weight
 
-    for sentence in (REDACTED_RE.sub(" ", s) for s in sentences):
+    for sentence in (_QUOTED_TITLE_RE.sub(_quoted_title_out, REDACTED_RE.sub(" ", s)) for s in sentences):
         for index, match in enumerate(_NAME_RE.finditer(sentence)):
             name = match.group(1)
             first_word = name.split()[0]
@@ -388,6 +434,16 @@ def extract_terms(body: str, title: str, sentences: list[str], limit: int = MAX_
         add(heading, "concept", 2.0)
     for word in re.findall(_WORD, title):
         if word.casefold() not in _STOPWORDS and len(word) > 2:
+            if (word[:1].isupper() and not _name_shaped(word) and tokens[word.lower()] >= TITLE_WORD_USES
+                    and not word.lower().endswith(("ly", "ed"))):  # "Simultaneously", "Encoded": no subject
+                # "Validating References with Lifetimes", where the prose says "lifetimes" again
+                # and again: the subject the title names, a concept in the prose's own case. A
+                # common word ("What Is Ownership?") only when the prose uses it far more often
+                # than English does.
+                lower = word.lower()
+                add(lower, "concept", 2.0, from_title=True,
+                    subject=_title_subject(lower, tokens[lower], sum(tokens.values())))
+                continue
             add(word, "entity" if word[:1].isupper() or re.search(r"\d", word) else "concept", 2.0, from_title=True)
     for rank, phrase in enumerate(keyphrases if keyphrases is not None else _keyphrases(_without_code(prose))):
         if _good_keyphrase(phrase):

@@ -20,6 +20,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from ..wiki.sanitize import INLINE_CODE_RE
+
 BOILERPLATE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("navigation", re.compile(
         r"\b(press|use)\b.{0,20}(←|→|arrow keys|left or right)|\bskip to (the )?(main )?content\b|"
@@ -139,7 +141,6 @@ _LINK_DEFINITION_RE = re.compile(r"\s*\[[^\]]+\]:\s*\S")
 _MARKUP_START_RE = re.compile(r"\.\. [\w:-]+::|:[\w -]+:\s|\s*```|\s*\|")
 _MARKUP_ROLE_RE = re.compile(r"(?<![\w`]):[a-z][\w+.-]*:`|\{[a-z][\w+.:-]*\}`")
 _TRAILING_TAG_RE = re.compile(r"<[a-zA-Z][^<>]*>\s*$")
-_CODE_SPAN_RE = re.compile(r"(`+)[^`]+?\1")
 _WHOLE_END_RE = re.compile(r"[.!?][\"'’”)\]`*_]*$")
 _OPENERS = re.compile(r"^[A-Z0-9\"'“‘(\[`*_¡¿]|^[^\x00-\x7f]")
 # Lower-case words a sentence never starts with: the tail of a sentence cut in two.
@@ -169,8 +170,8 @@ def sentence_problem(sentence: str) -> str:
         return "menu"  # "English readme • 简体中文 readme • …"
     visible = text.replace(" ", "")
     letters = sum(c.isalpha() for c in visible)
-    in_code = sum(len(m.group(0)) for m in _CODE_SPAN_RE.finditer(text))
-    prose_words = re.findall(r"[A-Za-z]{2,}", _CODE_SPAN_RE.sub(" ", text))
+    in_code = sum(len(m.group(0)) for m in INLINE_CODE_RE.finditer(text))
+    prose_words = re.findall(r"[A-Za-z]{2,}", INLINE_CODE_RE.sub(" ", text))
     if not visible or letters < 0.6 * len(visible) or (in_code > 0.6 * len(text) and len(prose_words) < 3):
         return "code"
     if text.endswith(("…", "...", ":", ",", ";")) or not _WHOLE_END_RE.search(text):

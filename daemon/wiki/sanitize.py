@@ -45,7 +45,9 @@ LINK_SCHEMES = frozenset({"http", "https", "mailto", "obsidian"})
 BLOCKED_SCHEMES = frozenset({"javascript", "vbscript", "data", "file", "livescript", "mocha"})
 
 _FENCE_RE = re.compile(r"^[ ]{0,3}(`{3,}|~{3,})[^\n]*\n.*?(?:^[ ]{0,3}\1[`~]*[ \t]*$|\Z)", re.DOTALL | re.MULTILINE)
-_INLINE_CODE_RE = re.compile(r"(?<!`)(`+)(?!`)[^\n]*?(?<!`)\1(?!`)")
+# A code span as CommonMark reads it: a run of backticks up to the next run of as many (so
+# ``` `` a `b` c `` ``` is one span), on one line.
+INLINE_CODE_RE = re.compile(r"(?<!`)(`+)(?!`)[^\n]*?(?<!`)\1(?!`)")
 _TAG_START_RE = re.compile(r"<(?=[A-Za-z/!?])")
 # [text](dest "title") and ![alt](dest); dest may be <bracketed>; whitespace/newlines allowed.
 _MD_LINK_RE = re.compile(r"(!?)\[((?:[^\[\]\n]|\[[^\[\]\n]*\])*)\]\(\s*(<[^>\n]*>|[^\s()]*(?:\([^\s()]*\)[^\s()]*)*)"
@@ -202,7 +204,7 @@ def _split_code(text: str) -> list[tuple[bool, str]]:
 def _split_inline(text: str) -> list[tuple[bool, str]]:
     pieces: list[tuple[bool, str]] = []
     pos = 0
-    for span in _INLINE_CODE_RE.finditer(text):
+    for span in INLINE_CODE_RE.finditer(text):
         pieces.append((False, text[pos:span.start()]))
         pieces.append((True, span.group(0)))
         pos = span.end()

@@ -225,11 +225,17 @@ def unwrap_layout_tables(markup: str) -> str:
     return str(lxml.html.tostring(tree, encoding="unicode"))
 
 
+_PRE_CODE_END_RE = re.compile(r"(?<!\n)(</code>\s*</pre\s*>)", re.IGNORECASE)
+
+
 def html_to_markdown(markup: str) -> tuple[str, str]:
     """(main content as markdown, the page's <title>)."""
     check_html_depth(markup)  # before lxml (under trafilatura) builds and walks a tree
     title = html_title(markup)
     markup = unwrap_layout_tables(markup)
+    # trafilatura writes a one-line <pre><code> as an inline code span glued to the next
+    # paragraph (`fn main() {` "A more experienced …"); ended by a newline it is a code block.
+    markup = _PRE_CODE_END_RE.sub("\n\\1", markup)
     if trafilatura_available():
         import trafilatura
 
