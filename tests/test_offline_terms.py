@@ -149,3 +149,32 @@ def test_a_one_line_code_block_in_html_stays_a_block() -> None:
             "</main></body></html>")
     markdown = html_to_markdown(page)[0]
     assert "```\nfn first_word(s: &String) -> &str {\n```" in markdown, markdown
+
+
+def test_cpp_and_csharp_are_not_the_page_of_c() -> None:
+    from wikiwright.wiki.pages import slugify
+
+    assert slugify("C++") == "c-plus-plus" and slugify("C#") == "c-sharp" and slugify("C") == "c"
+    assert slugify("g++ flags") == "g-plus-plus-flags" and slugify("C++17") == "c-plus-plus-17"
+    assert slugify("a+b") == "a-b" and slugify("#tag") == "tag"  # a sign between or before words stays a dash
+
+
+def test_a_term_named_as_what_a_sentence_describes_is_defined_there() -> None:
+    from wikiwright.ingest.terms import mention_sentence
+
+    sentences = ["The threads will probably take turns, but that isn't guaranteed.",
+                 "In most operating systems, the features that run these independent parts are called *threads*."]
+    assert mention_sentence("threads", sentences)[0] == sentences[1]
+
+
+def test_key_points_prefer_what_the_text_states_to_its_walk_through_exhibits() -> None:
+    from wikiwright.ingest.offline import digest
+
+    text = ("# Threads\n\nA thread runs part of a program at the same time as the others.\n\n"
+            "The code in Listing 16-1 stops the spawned thread early because the main thread ends first.\n\n"
+            "Notice in Listing 16-1 that the closure we pass to the spawned thread takes no arguments.\n\n"
+            "The Rust standard library uses one operating system thread per language thread.\n\n"
+            "A spawned thread ends when the main thread of the program ends.\n")
+    points = digest(text, "markdown", "", "threads", summary_sentences=1, key_points=2).key_points
+    assert points == ["The Rust standard library uses one operating system thread per language thread.",
+                      "A spawned thread ends when the main thread of the program ends."], points

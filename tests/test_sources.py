@@ -254,7 +254,8 @@ def test_a_section_page_is_named_by_its_heading_not_by_the_site() -> None:
             b"is clear: you know exactly which variable owns a given value.</p><h3>Sharing Data</h3>"
             b"<p>We create two lists that both share ownership of a third list.</p></main></body></html>")
     text = read_source(Path("ch15-04-rc.html"), page)
-    assert find_title(text.text, text.kind, text.doc_title, "ch15 04 rc") == "Rc<T>, the Reference-Counted Smart Pointer"
+    wanted = "Rc<T>, the Reference-Counted Smart Pointer"
+    assert find_title(text.text, text.kind, text.doc_title, "ch15 04 rc") == wanted
     prefixed = (b"<html><head><title>Node.js v22 | File system</title></head><body><main><h2>File system</h2>"
                 b"<p>The node:fs module enables interacting with the file system.</p></main></body></html>")
     text = read_source(Path("fs.html"), prefixed)

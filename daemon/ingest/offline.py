@@ -601,6 +601,15 @@ def _parts(body: str, kind: str, pairs: list[tuple[Block, str]]) -> list[tuple[s
     return [(name, first.get(i, "")) for i, name in enumerate(names) if i or opening_text]
 
 
+# A sentence that walks the reader through the document rather than saying something: it
+# points at an exhibit or another part ("in Listing 16-3", "see Chapter 13", "the code below")
+# or opens as a guide's aside ("Notice …", "Recall …", "Let's …").
+_NARRATION_RE = re.compile(
+    r"\b(?:Listing|Figure|Fig\.|Table|Example|Chapter|Section|Appendix)\s+(?:\d[\d.-]*|[A-Z]\b)"
+    r"|\b(?:shown|code|example|output) (?:above|below)\b|^(?:Notice|Recall|Let['’]s|Now,|Next,|Here,)\s")
+NARRATION_WEIGHT = 0.4
+
+
 def digest(text: str, kind: str, doc_title: str, fallback_title: str, summary_sentences: int,
            key_points: int) -> SourceDigest:
     """Extractive summary: lead sentences of the main prose, then the most representative
@@ -622,6 +631,10 @@ def digest(text: str, kind: str, doc_title: str, fallback_title: str, summary_se
         if not terms:
             return 0.0
         weight = sum(freq[t] / top for t in terms) / (len(terms) ** 0.5)
+        if _NARRATION_RE.search(sentence):
+            # "The code in Listing 16-1 …", "Notice in Listing 16-1 that …": a walk through the
+            # document's exhibits, a key point only when nothing states more.
+            return weight * NARRATION_WEIGHT
         return weight + (0.3 if index == 0 else 0.0) + (0.1 if re.search(r"\d", sentence) else 0.0)
 
     summary: list[str] = []

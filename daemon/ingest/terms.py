@@ -207,11 +207,15 @@ _CODE_SUFFIX = r"(?:<[^<>`]{1,30}>|\(\))?"
 _DEFINES_AFTER = re.compile(r"^" + _CODE_SUFFIX + r"[`*]*" + _DEFINES_RE, re.IGNORECASE)
 # "CSRF attacks allow …", "Flask lets you …": the term, a word or two of its own, a verb that defines.
 _DEFINES_VERB = re.compile(
-    r"^" + _CODE_SUFFIX + r"[`*]*(?:\s+[\w-]+){0,2}?\s+"
+    # not after a modal: "the threads will probably take turns" says what may happen
+    r"^" + _CODE_SUFFIX + r"[`*]*(?!\s+(?:will|would|can|could|may|might|must|should|probably)\b)"
+    r"(?:\s+[\w-]+){0,2}?\s+"
     r"(?:is|are|was|refers to|means|stands for|lets?|allows?|enables?|provides?|"
     r"gives?|makes?|helps?|describes?|represents?|implements?|supports?|consists? of|contains?|offers?|handles?|"
     r"stores?|records?|keeps?|runs?|checks?|finds?|reports?|turns?|takes?|creates?|builds?)\s" + _NOT_A_DEFINITION,
     re.IGNORECASE)
+# A sentence that gives the term as the name of what it has just described.
+_NAMED_AS = re.compile(r"\b(?:called|known as|termed|referred to as)\s+(?:an? |the )?[*_`\"“]*$", re.IGNORECASE)
 # What may stand before a defining sentence's subject: an article, or one word and a comma
 # ("Fortunately, `Arc<T>` is a type like …").
 _LEAD_IN = re.compile(r"^(?:[A-Z][a-z]+, )?(?:the |an? )?[*`]*$", re.IGNORECASE)
@@ -238,6 +242,8 @@ def _definition_score(label: str, sentence: str) -> float:
                 best = max(best, 2.0)
             elif _DEFINES_VERB.match(sentence[end:]):
                 best = max(best, 2.5 if lead else 1.5)
+            elif _NAMED_AS.search(sentence[:start]):
+                best = max(best, 2.5)  # "… the features that run them are called *threads*."
         start = low.find(folded, start + 1)
     return best
 

@@ -89,17 +89,24 @@ def render_page(page: Page) -> str:
 
 # --- naming -------------------------------------------------------------------------
 
+_NAME_SIGN_RE = re.compile(r"(?<=[^\W\d_])(?:\+\+|\+|#)(?![^\W\d_])")
+_SIGN_WORDS = {"+": "plus", "#": "sharp"}
+
+
 def slugify(text: str) -> str:
     """The one page-naming rule (documented in README "Page names").
 
     1. NFC-normalise, then fold accents to their base letter where one exists (é -> e);
+       a ``+`` or ``#`` ending a name is spelled out (C++ -> c-plus-plus, C# -> c-sharp), so it
+       is not the page of C;
     2. lower-case;
     3. every run of characters that are not letters or digits becomes one ``-``
        (letters of any script are kept, so ``東京`` stays ``東京``);
     4. trim ``-`` at both ends and cut to 60 characters at a ``-`` boundary;
     5. an empty result is ``untitled``; Windows device names get ``-page`` appended.
     """
-    text = unicodedata.normalize("NFC", text)
+    text = _NAME_SIGN_RE.sub(lambda m: " " + " ".join(_SIGN_WORDS[c] for c in m.group(0)) + " ",
+                             unicodedata.normalize("NFC", text))
     folded = "".join(
         ch for ch in unicodedata.normalize("NFKD", text) if not unicodedata.combining(ch)
     )
