@@ -33,7 +33,13 @@ import yaml
 from markdown_it import MarkdownIt
 
 from ..ingest.pagesafety import safe_digest, safety_lines
-from ..ingest.textrules import boilerplate_rule, is_generic_title, section_is_boilerplate, sentence_problem
+from ..ingest.textrules import (
+    EXHIBIT_WORDS,
+    boilerplate_rule,
+    is_generic_title,
+    section_is_boilerplate,
+    sentence_problem,
+)
 from ..wiki.pages import Page, render_page
 from ..wiki.sanitize import INLINE_CODE_RE, code_span
 
@@ -333,10 +339,14 @@ def _clean_heading(text: str) -> str:
     return " ".join(text.split())
 
 
+# What separates a page's name from its site's in an HTML <title> ("File system | Node.js").
+_TITLE_SEPARATOR_RE = re.compile(r"\s+[|—–·:-]\s+")
+
+
 def _site_banner(h1: str, doc_title: str) -> bool:
     """An HTML page whose first ``#`` heading is the site's name, which its <title> names
     after the page's own name ("File system | Node.js Documentation")."""
-    segments = [s.strip().casefold() for s in re.split(r"\s+[|—–·:-]\s+", doc_title) if s.strip()]
+    segments = [s.strip().casefold() for s in _TITLE_SEPARATOR_RE.split(doc_title) if s.strip()]
     return len(segments) > 1 and h1.casefold() in segments[1:]
 
 
@@ -346,7 +356,7 @@ def _heading_named_by(text: str, doc_title: str) -> str:
     first = next((_clean_heading(h) for _level, h in headings(text, "markdown") if _clean_heading(h)), "")
     if not first or sentence_like(first) or _generated_banner(first):
         return ""
-    segments = [doc_title, *re.split(r"\s+[|—–·:-]\s+", doc_title)]
+    segments = [doc_title, *_TITLE_SEPARATOR_RE.split(doc_title)]
     wanted = _letters(first)
     return first if wanted and any(_letters(s) == wanted for s in segments) else ""
 
@@ -373,7 +383,7 @@ def find_title(text: str, kind: str, doc_title: str, fallback: str, meta: dict[s
                      and not _generated_banner(_clean_heading(h))), "")
     if first_h1:
         if kind == "html" and doc_title and _site_banner(first_h1, doc_title):
-            return re.split(r"\s+[|—–·:-]\s+", doc_title)[0].strip()[:120]
+            return _TITLE_SEPARATOR_RE.split(doc_title)[0].strip()[:120]
         return first_h1[:120]
     if kind == "html" and doc_title.strip():
         # A section page's <title> is "its first heading - the site" ("Shared-State Concurrency -
@@ -605,7 +615,7 @@ def _parts(body: str, kind: str, pairs: list[tuple[Block, str]]) -> list[tuple[s
 # points at an exhibit or another part ("in Listing 16-3", "see Chapter 13", "the code below")
 # or opens as a guide's aside ("Notice …", "Recall …", "Let's …").
 _NARRATION_RE = re.compile(
-    r"\b(?:Listing|Figure|Fig\.|Table|Example|Chapter|Section|Appendix)\s+(?:\d[\d.-]*|[A-Z]\b)"
+    r"\b" + EXHIBIT_WORDS + r"\s+(?:\d[\d.-]*|[A-Z]\b)"
     r"|\b(?:shown|code|example|output) (?:above|below)\b|^(?:Notice|Recall|Let['’]s|Now,|Next,|Here,)\s")
 NARRATION_WEIGHT = 0.4
 

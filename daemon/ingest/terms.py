@@ -32,7 +32,7 @@ from wordfreq import zipf_frequency
 from ..core.secrets import REDACTED_RE
 from ..core.sqlitedb import Schema, open_db
 from ..ingest.offline import _STOPWORDS
-from ..ingest.textrules import is_generic_title, section_is_boilerplate, sentence_problem
+from ..ingest.textrules import EXHIBIT_WORDS, is_generic_title, section_is_boilerplate, sentence_problem
 from ..wiki.sanitize import INLINE_CODE_RE
 
 log = logging.getLogger(__name__)
@@ -174,7 +174,7 @@ def _title_subject(word: str, uses: int, words: int) -> bool:
     """Is ``word``, which the title names and the prose uses ``uses`` times in ``words``, the
     source's subject though a common word ("ownership", "strings"; not "code" or "data")?"""
     common = zipf(word)
-    if not words or common >= TITLE_SUBJECT_ZIPF or word.endswith(("ly", "ing", "ed")):
+    if not words or common >= TITLE_SUBJECT_ZIPF or word.endswith("ing"):  # "Running", "Using"
         return False
     return (uses / words) / 10 ** (common - 9) >= TITLE_KEYNESS
 
@@ -304,8 +304,7 @@ def _shouting(sentence: str) -> bool:
 # in the Module Tree” in Chapter 7"), and a reference to a part of the document by number.
 _QUOTED_TITLE_RE = re.compile(r"[“\"]([^“”\"]{8,120})[”\"]")
 _CROSS_REFERENCE_RE = re.compile(
-    r"^(?:appendix|chapter|section|figure|fig|table|listing|example|part|step|page|volume|exercise|note)"
-    r"\.?\s+(?:[\dIVXLC]+|[A-Z])\b", re.IGNORECASE)
+    r"^(?:" + EXHIBIT_WORDS + r"|fig|part|step|page|volume|exercise|note)\.?\s+(?:[\dIVXLC]+|[A-Z])\b", re.IGNORECASE)
 
 
 def _quoted_title_out(match: re.Match[str]) -> str:

@@ -22,6 +22,10 @@ from functools import lru_cache
 
 from ..wiki.sanitize import INLINE_CODE_RE
 
+# The words that name a numbered part of a document ("Listing 16-1", "Appendix C"): a sentence
+# pointing at one walks the reader through the text, and a label made of one is no thing.
+EXHIBIT_WORDS = r"(?:Listing|Figure|Fig\.|Table|Example|Chapter|Section|Appendix)"
+
 BOILERPLATE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("navigation", re.compile(
         r"\b(press|use)\b.{0,20}(←|→|arrow keys|left or right)|\bskip to (the )?(main )?content\b|"
