@@ -249,8 +249,12 @@ class Door:
             self.ledger.set_page_blobs(entry.page_blobs)
         for method, args in entry.ledger:
             _call_ledger(self, method, args, sha)
-        for sink, (_name, payload) in zip(sinks, entry.deltas, strict=True):
-            sink.apply_journaled(payload)
+        for sink, (name, payload) in zip(sinks, entry.deltas, strict=True):
+            try:
+                sink.apply_journaled(payload)
+            except ValueError as exc:  # not a delta its sink makes (a journal from elsewhere): left out
+                log.error("recovery: the journaled %s change is not one (%s); not made", name, exc)
+                self.ledger.set_notice("journal", f"an interrupted operation's {name} change was not made: {exc}"[:300])
 
     def _restore(self, entry: JournalEntry) -> None:
         for rel, change in entry.files.items():

@@ -714,12 +714,15 @@ class TermIndex:
 
     @contextmanager
     def _writing(self, step: TermStep) -> Iterator[sqlite3.Connection]:
-        """One change: inside a trial or an apply, part of its transaction (and of its delta);
+        """One change: inside a trial or an apply, part of its transaction (and of its delta,
+        when it changed a row: forgetting a source never recorded here is no change to make);
         else committed by itself."""
         with self._lock:
             if self._pending is not None:
+                before = self._db.total_changes
                 yield self._db
-                self._pending.steps.append(step)
+                if self._db.total_changes != before:
+                    self._pending.steps.append(step)
                 return
             with self._db:
                 yield self._db
