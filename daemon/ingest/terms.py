@@ -12,7 +12,9 @@ defines the term ("X is …", "X lets/allows …", a whole sentence naming it).
 :class:`TermIndex` is the bookkeeping, in SQLite (``.wikiwright/terms.db``): which sources
 mention which term, the sentence where each does and how well it defines the term, and the
 page a shared term has. Ingest cost therefore does not grow with the wiki: a source looks up
-its own terms by key and never reads other pages to count them.
+its own terms by key and never reads other pages to count them. Nothing is written there while
+a source is planned: the planner records inside :meth:`TermIndex.trial` (undone after) and its
+plan carries the :class:`TermsDelta`, which the door makes once the ingest has committed.
 """
 
 from __future__ import annotations
