@@ -263,3 +263,56 @@ def test_a_journaled_delta_that_is_not_one_is_refused(tmp_path: Path) -> None:
         TermsDelta.from_json({"steps": [["drop", "terms"]]})
     with pytest.raises(ValueError, match="not a term index"):
         TermsDelta.from_json({"steps": [["recorded", "src-a", 3, [], []]]})
+
+
+# -- two workers --------------------------------------------------------------------------------
+
+MEMORY_NOTES = [VALGRIND_A, VALGRIND_B] + [
+    f"# Leak hunt {n}\n\nValgrind is a tool that finds leaks in service {n}. Memcheck ran on the "
+    f"Heron Gateway for a morning.\nThe Heron Gateway is the edge proxy of service {n}.\n" for n in range(6)]
+
+
+def counts(index: TermIndex, keys: list[str]) -> dict[str, tuple[int, str, list[str]]]:
+    """Per term: how many sources mention it, its page, and its "Related" (order-free answers)."""
+    return {key: (index.source_count(key), index.page_of(key), [p for _, p, _ in index.related(key)])
+            for key in keys}
+
+
+def test_two_workers_planning_in_trials_count_what_one_worker_counts(services: Services, tmp_path: Path) -> None:
+    """Each worker's plan sees its own source's terms and the committed ones, never another's
+    uncommitted plan; at the end the index is what one worker ingesting the same sources makes."""
+    for n, text in enumerate(MEMORY_NOTES):
+        services.drop(f"note-{n}.md", text)
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            while services.pipeline.drain_once() is not None:
+                pass
+        except BaseException as exc:  # pragma: no cover - shown below
+            errors.append(exc)
+
+    workers = [threading.Thread(target=work) for _ in range(2)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert not errors
+    done = sorted(services.ledger.sources(), key=lambda r: r.ingested_at)
+    assert [r.state for r in done] == ["ingested"] * len(MEMORY_NOTES)
+    # One worker, the sources in the order the two committed them (what a term is can depend on
+    # the order: a capitalised word only opening sentences is a name once an earlier source said so).
+    root = tmp_path / "one-worker"
+    init_vault(root, "wikiwright", "wikiwright@localhost")
+    keys = ["valgrind", "memcheck", "heron gateway"]
+    with VaultContext(load_config(root), Vault(root)) as ctx:
+        for record in done:
+            name = record.path.removeprefix("raw/")
+            (root / "raw" / name).write_text((services.vault.raw / name).read_text())
+            ctx.ingest_services().registrar.register(root / "raw" / name)
+            drain(ctx)
+        expected = counts(ctx.terms, keys)
+        assert expected["valgrind"] == (len(MEMORY_NOTES), "valgrind", expected["valgrind"][2])
+    assert services.ctx is not None
+    assert counts(services.ctx.terms, keys) == expected
+    assert services.ctx.terms.source_total() == len(MEMORY_NOTES)
