@@ -14,11 +14,13 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import sqlite3
 import subprocess
 import tempfile
 import threading
 import traceback
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
@@ -38,6 +40,7 @@ from wikiwright.memory.consolidate import Consolidator
 from wikiwright.memory.dailylog import append_session
 from wikiwright.memory.logcommit import commit_quiet_logs
 from wikiwright.query.query import Answer, save_answer
+from wikiwright.runtime.context import VaultContext
 from wikiwright.upkeep.doctor import run_doctor
 from wikiwright.upkeep.review import ReviewQueue, ReviewStore
 
@@ -60,15 +63,24 @@ SOURCE = "# Billing\n\nThe billing API answers within 200 ms. Billing runs night
 
 # -- one operation of each kind -------------------------------------------------------------
 
-def _door(root: Path) -> Door:
-    vault = Vault(root)
-    return Door.open(load_config(root), vault)
+@contextmanager
+def _context(root: Path) -> Iterator[VaultContext]:
+    """What a process opens on the vault (its one term index among the parts its door makes
+    journaled changes in)."""
+    with VaultContext(load_config(root), Vault(root)) as ctx:
+        yield ctx
+
+
+@contextmanager
+def _door(root: Path) -> Iterator[Door]:
+    with _context(root) as ctx:
+        yield ctx.door
 
 
 def _drain(root: Path) -> None:
-    with _door(root) as door:
-        door.ledger.reset_running()  # what a start does: work cut by a crash is pending again
-        pipeline = Pipeline(door)
+    with _context(root) as ctx:
+        ctx.door.ledger.reset_running()  # what a start does: work cut by a crash is pending again
+        pipeline = ctx.ingest_services().pipeline
         while pipeline.drain_once() is not None:
             pass
 
@@ -301,7 +313,8 @@ def _run(operation: Callable[[Path], None], root: Path, crash_at: str) -> bool:
 
 def _recover(root: Path) -> None:
     if (root / ".wikiwright" / "state.db").exists():
-        _door(root).close()
+        with _door(root):
+            pass
 
 
 def _person_lines(root: Path, *refs: str) -> set[str]:
@@ -343,6 +356,28 @@ def _audit(root: Path, kind: str, allowed_person_lines: set[str], already: int =
     report = run_doctor(load_config(root), Vault(root), repair=False)
     assert report.ok, [c for c in report.checks if not c.ok]
     assert not (root / ".wikiwright" / "journal.json").exists()
+    _audit_terms(root, kind)
+
+
+def _audit_terms(root: Path, kind: str) -> None:
+    """The term index holds the sources the history has, and no other: a source whose ingest
+    never committed (or was reverted) has no terms there; one this machine ingested has them."""
+    path = root / ".wikiwright" / "terms.db"
+    if not path.exists():
+        return
+    db = sqlite3.connect(path)
+    try:
+        recorded = {str(row[0]) for row in db.execute("SELECT source FROM sources")}
+        mentioned = {str(row[0]) for row in db.execute("SELECT DISTINCT source FROM mentions")}
+    finally:
+        db.close()
+    with _door(root) as door:
+        sources = door.ledger.sources()
+    # Sources the wiki has (a retracted one keeps its page and its terms: nothing is deleted).
+    kept = {s.page.rsplit("/", 1)[-1]: s.engine for s in sources if s.state in ("ingested", "retracted")}
+    assert mentioned <= recorded <= set(kept), (recorded, sources)
+    if kind != "sync":  # a source another machine ingested arrives by sync, never recorded here
+        assert recorded == {stem for stem, engine in kept.items() if engine == "offline"}, (recorded, sources)
 
 
 def _audit_persons_edit(root: Path, kind: str) -> None:
@@ -403,6 +438,8 @@ def test_every_crash_point_then_a_second_crash_in_recovery(scratch: Path, kind: 
         reached.append(point)
         if again:
             _run(_recover, root, again)  # a second crash while recovering (or none if not reached)
+        _recover(root)
+        _audit_terms(root, kind)  # recovered: terms only of what the history has, before anything runs again
         operation(root)  # the restart: recovery, then the operation again
         _audit(root, kind, allowed, already)
         _audit_persons_edit(root, kind)

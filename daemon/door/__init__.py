@@ -14,6 +14,7 @@
         op.add_paths(["raw/x.md"])        # committed as they are on disk
         op.details.append("…"); op.trailers["Wikiwright-Source"] = "…"
         op.ledger_after_commit("set_kv", key, value)   # journaled, made even after a crash
+        op.apply_after_commit(delta)      # a StateDelta (the term index's): journaled the same way
         op.after_commit(lambda sha: ...)  # e.g. ledger.finish_ingested (not journaled)
     # exit: index.md (generated block, CAS), one log.md entry, exactly one commit with
     # trailers, ledger updates, journal cleared; an exception undoes every file written.

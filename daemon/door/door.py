@@ -15,6 +15,7 @@ Usage::
                                                 # tree, the remote's commit its second parent
             op.details.append("…"); op.trailers["Wikiwright-Source"] = "…"
             op.ledger_after_commit("set_kv", key, value)   # journaled: made even after a crash
+            op.apply_after_commit(delta)        # a StateDelta (the term index's), journaled too
             op.after_commit(callback)           # called with the commit sha (not journaled)
         # on exit: index.md rebuilt (if pages changed), one log.md entry, exactly one commit
         # with trailers (Wikiwright-Operation: <OpKind>), the ledger, the journal cleared.
@@ -68,6 +69,7 @@ from ..wiki.index import (
 )
 from ..wiki.logfile import ARCHIVE_FOLDER, appended_log, log_entry, plan_archive
 from ..wiki.writer import Conflict, PageChange, WriteOutcome
+from .deltas import DeltaSink, StateDelta
 from .journal import FileChange, Journal, JournalEntry
 
 log = logging.getLogger(__name__)
@@ -85,7 +87,8 @@ def _page_rel(page: str) -> str:
 
 
 class Door:
-    def __init__(self, config: Config, vault: Vault, ledger: Ledger, catalog: Catalog, repo: GitRepo) -> None:
+    def __init__(self, config: Config, vault: Vault, ledger: Ledger, catalog: Catalog, repo: GitRepo, *,
+                 sinks: Mapping[str, Callable[[], DeltaSink]] | None = None) -> None:
         self.config = config
         self.vault = vault
         self.ledger = ledger
@@ -93,14 +96,20 @@ class Door:
         self.repo = repo
         self.journal = Journal(vault.state)
         self._owned_parts: list[Any] = []  # what close() closes: the parts open() opened itself
+        # Where state deltas are made, by name: each opened on first use by its owner's function
+        # (the vault context's term index), never closed by the door.
+        self._sink_makers: dict[str, Callable[[], DeltaSink]] = dict(sinks or {})
 
     @classmethod
     def open(cls, config: Config, vault: Vault, *, ledger: Ledger | None = None, catalog: Catalog | None = None,
-             repo: GitRepo | None = None, on_wait: Callable[[str], None] | None = None) -> Door:
+             repo: GitRepo | None = None, on_wait: Callable[[str], None] | None = None,
+             sinks: Mapping[str, Callable[[], DeltaSink]] | None = None) -> Door:
         """The door on the vault's services, after finishing whatever a crashed operation left.
 
         Parts given are the caller's (a process's ``VaultContext``) and stay open when the door
-        closes; the others are opened here and closed with it."""
+        closes; the others are opened here and closed with it. ``sinks``: where the state
+        deltas operations journal are made (door/deltas.py), by name; a door without the sink a
+        crashed operation's delta names refuses to open (the journal waits for one that has it)."""
         owned: list[Any] = []
         if ledger is None:
             ledger = Ledger(vault.db_path)
@@ -113,7 +122,7 @@ class Door:
             repo = GitRepo(vault.root, config.git.author_name, config.git.author_email, config.git.lock_retry_seconds,
                            on_wait=on_wait or (lambda message: notices.set_notice("git", message)))
             owned.append(repo)
-        door = cls(config, vault, ledger, catalog, repo)
+        door = cls(config, vault, ledger, catalog, repo, sinks=sinks)
         door._owned_parts = owned
         try:
             door.recover()
@@ -122,6 +131,18 @@ class Door:
             door.close()
             raise
         return door
+
+    def add_sink(self, name: str, make: Callable[[], DeltaSink]) -> None:
+        """Where deltas named ``name`` are made, unless the door was given one already (a pipeline
+        wired by hand brings its planner's term index)."""
+        self._sink_makers.setdefault(name, make)
+
+    def sink(self, name: str) -> DeltaSink:
+        makers = self._sink_makers
+        if name not in makers:
+            raise WikiwrightError(f"this door has no {name!r} to make an operation's changes in "
+                                  f"(open it with the vault context's parts)")
+        return makers[name]()
 
     def close(self) -> None:
         parts, self._owned_parts = self._owned_parts, []
@@ -221,12 +242,19 @@ class Door:
                             "kept as it is", kept.name, rel)
 
     def _roll_forward(self, entry: JournalEntry, sha: str) -> None:
+        sinks = [self.sink(name) for name, _payload in entry.deltas]  # all there, before anything is made
         if not entry.index:  # a journal of an earlier release: its files are what the commit wrote
             self.repo.sync_person_index({rel: change.after for rel, change in entry.files.items()})
         if entry.page_blobs:
             self.ledger.set_page_blobs(entry.page_blobs)
         for method, args in entry.ledger:
             _call_ledger(self, method, args, sha)
+        for sink, (name, payload) in zip(sinks, entry.deltas, strict=True):
+            try:
+                sink.apply_journaled(payload)
+            except ValueError as exc:  # not a delta its sink makes (a journal from elsewhere): left out
+                log.error("recovery: the journaled %s change is not one (%s); not made", name, exc)
+                self.ledger.set_notice("journal", f"an interrupted operation's {name} change was not made: {exc}"[:300])
 
     def _restore(self, entry: JournalEntry) -> None:
         for rel, change in entry.files.items():
@@ -739,6 +767,14 @@ class Operation:
             raise ValueError(f"not a journaled ledger call: {method}")
         self._entry.ledger.append([method, list(args)])
 
+    def apply_after_commit(self, delta: StateDelta) -> None:
+        """A change to state outside state.db (the term index), made once the commit exists, right
+        after the ledger calls and before the journal is cleared; journaled, so a crash after
+        the commit cannot lose it (recovery makes it again). Never made when the operation
+        does not commit."""
+        self.door.sink(delta.sink)  # a door that could not make it refuses it now, not after the commit
+        self._entry.deltas.append([delta.sink, delta.to_json()])
+
     def after_commit(self, callback: Callable[[str | None], None]) -> None:
         """Called with the commit sha (None: nothing was committed) after the commit and the
         journaled ledger calls. Not journaled: what it records must be recoverable otherwise."""
@@ -802,6 +838,8 @@ class Operation:
             door.ledger.set_page_blobs(blobs)
         for method, args in self._entry.ledger:
             _call_ledger(door, method, args, self.commit_sha or "")
+        for name, payload in self._entry.deltas:
+            door.sink(name).apply_journaled(payload)
         crash_point("door-before-journal-clear")
         door.journal.clear()
         self._run_callbacks(self.commit_sha)

@@ -16,8 +16,9 @@ commit and the person's index: no second file for any of them.
 Recovery (when a door opens, under the write lock): the person's index gets every ``index``
 entry HEAD holds; if the operation's commit landed (HEAD at the expected move's commit or past
 it; a journal without a move: ``Wikiwright-Op: <id>`` in history) it is rolled forward — the
-ledger updates the journal names are made — else every file still holding the operation's
-text gets its earlier text back. All of it is idempotent, so a second crash during recovery is
+ledger updates and the state deltas (the term index's: :mod:`.deltas`) the journal names are
+made — else every file still holding the operation's text gets its earlier text back (and no
+delta is made: a plan set aside changes no state). All of it is idempotent, so a second crash during recovery is
 recovered the same way.
 
 A journal is replayed only when every file it names is one the door writes (``wiki/**.md``,
@@ -74,6 +75,8 @@ class JournalEntry:
     head_move: list[str] = field(default_factory=list)
     # What the person's git index still has to record of the last commit made (path -> blob id).
     index: dict[str, str | None] = field(default_factory=dict)
+    # State outside state.db to change once the commit exists: [sink name, delta] (door/deltas.py).
+    deltas: list[list[Any]] = field(default_factory=list)
 
     def to_json(self) -> str:
         return json.dumps({
@@ -82,6 +85,7 @@ class JournalEntry:
             "ledger": self.ledger, "page_blobs": self.page_blobs,
             **({"head": self.head_move} if self.head_move else {}),
             **({"index": self.index} if self.index else {}),
+            **({"deltas": self.deltas} if self.deltas else {}),
         }, ensure_ascii=False)
 
     @classmethod
@@ -90,7 +94,7 @@ class JournalEntry:
         return cls(str(data["id"]), str(data["kind"]), str(data.get("title", "")),
                    {rel: FileChange(*row) for rel, row in data.get("files", {}).items()},
                    list(data.get("ledger", [])), dict(data.get("page_blobs", {})), list(data.get("head", [])),
-                   dict(data.get("index", {})))
+                   dict(data.get("index", {})), list(data.get("deltas", [])))
 
 
 def entry_problem(root: Path, entry: JournalEntry) -> str:
@@ -99,6 +103,10 @@ def entry_problem(root: Path, entry: JournalEntry) -> str:
     if entry.head_move and not (len(entry.head_move) == 2 and all(
             isinstance(sha, str) and (sha == "" or _BLOB_RE.match(sha)) for sha in entry.head_move)):
         return "its expected HEAD move is not two commit ids"
+    for delta in entry.deltas:
+        if not (isinstance(delta, list) and len(delta) == 2 and isinstance(delta[0], str)
+                and isinstance(delta[1], dict)):
+            return f"its state deltas hold {str(delta)[:60]!r}, not a sink's name and a delta"
     for rel, blob in entry.index.items():
         parts = rel.split("/")
         if rel.startswith("/") or "\0" in rel or parts[0] == ".wikiwright" or any(

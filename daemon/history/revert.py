@@ -416,7 +416,13 @@ def _revert(session: Operation, target: str, today: date) -> RevertResult:
     own = f"sources/{stem}" if stem else ""
     regen = Regenerator(session, stem, today)
     try:
-        return _revert_with(session, ref, paths, own, regen)
+        # The source leaves the term index in a trial (the pages are recomputed as if it had
+        # gone), made for good only once the revert commits (the door makes the delta).
+        with regen.index.trial() as forgotten:
+            result = _revert_with(session, ref, paths, own, regen)
+        if forgotten:  # nothing when this machine's index never recorded the source
+            session.apply_after_commit(forgotten)
+        return result
     finally:
         regen.close()
 

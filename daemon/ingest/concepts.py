@@ -108,7 +108,9 @@ class ConceptKeeper:
 
     def plan(self, source: str, source_title: str, terms: list[Term], sentences: list[str], today: date,
              title_matches: list[str]) -> ConceptResult:
-        """Record ``source``'s terms and produce the page changes they call for.
+        """Record ``source``'s terms and produce the page changes they call for. Called inside the
+        index's :meth:`~TermIndex.trial` (by the planner): what it records is the plan's delta,
+        made for good only once the ingest commits.
 
         ``sentences``: the source's main-content sentences; ``title_matches``: pages the
         catalogue found by title or alias in the source text.

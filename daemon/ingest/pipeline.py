@@ -42,6 +42,7 @@ from ..ingest.cost import APPROVAL_RECHECK_SECONDS, COSTLY_SOURCE, costly_propos
 from ..ingest.plan import IngestPlan, OfflinePlanner, prepare, source_page_name
 from ..ingest.rawcommit import include_source
 from ..ingest.selffeed import SELF_FEEDING_RULE, is_own_page
+from ..ingest.terms import TERMS_SINK
 from ..intake.extract import SourceText
 from ..intake.ledger import FileRecord, SourceRecord
 from ..intake.names import disk_name, disk_path, shown_name
@@ -95,6 +96,11 @@ class Pipeline:
         self.catalog = door.catalog
         self.repo = door.repo
         self.planner: Planner = planner or OfflinePlanner(self.config, self.vault, self.ledger, self.catalog)
+        if isinstance(self.planner, OfflinePlanner):
+            # The term deltas its plans carry are made in its index, unless the door has the
+            # process's own (the vault context's, which the planner shares then).
+            terms = self.planner.terms
+            door.add_sink(TERMS_SINK, lambda: terms)
         self.stop = stop or threading.Event()
         self.clock = clock
         # Seconds a job waits before the next try (instance knobs so tests can shorten them).
@@ -294,6 +300,8 @@ class Pipeline:
             # Journaled with the commit: a crash after it is finished by the door's recovery.
             op.ledger_after_commit("record_ingest", record.path, record.sha256, plan.source_page, plan.title,
                                    COMMIT, plan.engine)
+            for delta in plan.deltas:  # the terms it saw: made with the ledger's, after the commit
+                op.apply_after_commit(delta)
             if plan.state_files:
                 op.after_commit(lambda sha: _write_state_files(plan.state_files) if sha else None)
         return op.commit_sha

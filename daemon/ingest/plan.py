@@ -19,6 +19,7 @@ from ..core.errors import SourceNotReady
 from ..core.fsutil import sha256_bytes
 from ..core.secrets import scan
 from ..core.vault import Vault
+from ..door.deltas import StateDelta
 from ..ingest.concepts import ConceptKeeper
 from ..ingest.offline import (
     ENGINE_NAME,
@@ -61,6 +62,9 @@ class IngestPlan:
     # Files under .wikiwright/ for a person to read (held operations, what normalising changed),
     # written once the commit exists: planning itself writes nothing.
     state_files: dict[Path, str] = field(default_factory=dict)
+    # State the commit changes outside its files (the offline engine's terms: a TermsDelta),
+    # made by the door once the commit exists; a plan set aside changes nothing.
+    deltas: list[StateDelta] = field(default_factory=list)
 
     @property
     def pages(self) -> list[str]:
@@ -169,6 +173,9 @@ class OfflinePlanner:
     planner's own work) runs in parallel on the workers; :meth:`plan_read` (the title against
     the other sources', the term index, concept pages, overview.md) runs under :attr:`serial`
     with the commit, one source at a time, so no change is computed from a stale page or index.
+    Planning changes no state: the term index sees the source's terms inside a trial that is
+    undone (:meth:`TermIndex.trial`), and the plan carries them as a delta the door makes once
+    the commit exists.
     """
 
     engine = ENGINE_NAME
@@ -212,19 +219,22 @@ class OfflinePlanner:
         terms = extract_terms(summary.body, summary.title, summary.sentences, known=self.terms.known,
                               project=project_of(record.path), keyphrases=reading.keyphrases)
         mentioned = self.catalog.mentioned_pages(summary.body, exclude={page})[:40]
-        shared = self.concepts.plan(stem, title, terms, summary.sentences, today, mentioned)
+        # The source's terms as if recorded, for the concept pages and overview.md to count it,
+        # and undone after: recorded for good by the door once the commit exists (the delta).
+        with self.terms.trial() as terms_seen:
+            shared = self.concepts.plan(stem, title, terms, summary.sentences, today, mentioned)
+            overview = self.concepts.overview_change(today, stem)
         text = render_source_page(
             digest_=summary, source_path=shown, sha256=record.sha256, encoding=source.encoding,
             kind=source.kind, links=shared.links, today=today, size=reading.size,
             allow_remote_images=self.config.pages.allow_remote_images, secrets=secrets,
         )
         changes = [PageChange(page, text, reason="source page"), *shared.changes]
-        overview = self.concepts.overview_change(today, stem)
         if overview is not None:
             changes.append(overview)
         return IngestPlan(
             record=record, title=title, source_page=page, changes=changes, engine=self.engine,
-            links=[link for link, _ in shared.links],
+            links=[link for link, _ in shared.links], deltas=[terms_seen],
         )
 
 

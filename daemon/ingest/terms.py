@@ -12,7 +12,9 @@ defines the term ("X is …", "X lets/allows …", a whole sentence naming it).
 :class:`TermIndex` is the bookkeeping, in SQLite (``.wikiwright/terms.db``): which sources
 mention which term, the sentence where each does and how well it defines the term, and the
 page a shared term has. Ingest cost therefore does not grow with the wiki: a source looks up
-its own terms by key and never reads other pages to count them.
+its own terms by key and never reads other pages to count them. Nothing is written there while
+a source is planned: the planner records inside :meth:`TermIndex.trial` (undone after) and its
+plan carries the :class:`TermsDelta`, which the door makes once the ingest has committed.
 """
 
 from __future__ import annotations
@@ -22,10 +24,12 @@ import re
 import sqlite3
 import threading
 from collections import Counter
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from wordfreq import zipf_frequency
 
@@ -613,31 +617,200 @@ def _mention(row: tuple[object, ...]) -> Mention:
     return Mention(str(row[0]), str(row[1]), str(row[2]), str(row[3]), float(str(row[4])))
 
 
+# -- what an operation changes in the index ------------------------------------------------------
+
+@dataclass(frozen=True)
+class SourceRecorded:
+    """A source's terms, replacing what an earlier version of it said (:meth:`TermIndex.record`)."""
+
+    source: str
+    title: str
+    terms: tuple[Term, ...]
+    by_title: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class PageBound:
+    """A shared term given its page ('': its page taken away)."""
+
+    key: str
+    page: str
+
+
+@dataclass(frozen=True)
+class SourceForgotten:
+    """A source taken out as if never recorded (:func:`forget_source`: a revert)."""
+
+    source: str
+
+
+@dataclass(frozen=True)
+class MentionForgotten:
+    """One source's mention of one term taken out (:func:`forget_mention`)."""
+
+    key: str
+    source: str
+
+
+TermStep = SourceRecorded | PageBound | SourceForgotten | MentionForgotten
+TERMS_SINK = "terms"  # the door's name for the term index as the place its deltas are made
+
+
+@dataclass
+class TermsDelta:
+    """What one operation changes in the term index, in order: planned inside
+    :meth:`TermIndex.trial` (the planner reads its own changes, nothing is kept), carried by the
+    plan, journaled by the door and made with :meth:`TermIndex.apply` once the commit exists
+    (again by recovery after a crash: every step is idempotent)."""
+
+    steps: list[TermStep] = field(default_factory=list)
+    sink = TERMS_SINK  # which of the door's sinks makes it (door/deltas.py)
+
+    def __bool__(self) -> bool:
+        return bool(self.steps)
+
+    @property
+    def sources(self) -> list[str]:
+        return list(dict.fromkeys(step.source for step in self.steps if not isinstance(step, PageBound)))
+
+    def to_json(self) -> dict[str, Any]:
+        rows: list[list[Any]] = []
+        for step in self.steps:
+            if isinstance(step, SourceRecorded):
+                rows.append(["recorded", step.source, step.title,
+                             [[t.key, t.label, t.kind, t.sentence, t.score] for t in step.terms],
+                             sorted(step.by_title)])
+            elif isinstance(step, PageBound):
+                rows.append(["page", step.key, step.page])
+            elif isinstance(step, SourceForgotten):
+                rows.append(["forgotten", step.source])
+            else:
+                rows.append(["mention-forgotten", step.key, step.source])
+        return {"steps": rows}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> TermsDelta:
+        """The delta a journal holds; ValueError when it is not one (nothing of it is made)."""
+        steps: list[TermStep] = []
+        try:
+            for row in data["steps"]:
+                name, *args = row
+                if name == "recorded":
+                    source, title, terms, by_title = args
+                    steps.append(SourceRecorded(
+                        _text(source), _text(title),
+                        tuple(Term(_text(k), _text(label), _text(kind), _text(sentence), float(score))
+                              for k, label, kind, sentence, score in terms),
+                        frozenset(_text(k) for k in by_title)))
+                elif name == "page":
+                    steps.append(PageBound(_text(args[0]), _text(args[1])))
+                elif name == "forgotten":
+                    steps.append(SourceForgotten(_text(args[0])))
+                elif name == "mention-forgotten":
+                    steps.append(MentionForgotten(_text(args[0]), _text(args[1])))
+                else:
+                    raise ValueError(f"not a term index step: {str(name)[:40]!r}")
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"not a term index delta: {exc}") from exc
+        return cls(steps)
+
+
+def _text(value: object) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"{str(value)[:40]!r} is not text")
+    return value
+
+
 class TermIndex:
     """term -> sources bookkeeping for the offline engine (durable: the wiki's own state)."""
 
     def __init__(self, path: Path) -> None:
         self._db = open_db(path, Schema("terms", SCHEMA_VERSION, _SCHEMA), synchronous="NORMAL", autocommit=False)
         self._lock = threading.RLock()
+        # The changes of the trial or apply under way (the thread holding _lock makes them).
+        self._pending: TermsDelta | None = None
 
     def close(self) -> None:
         with self._lock:
             self._db.close()
 
+    @contextmanager
+    def trial(self) -> Iterator[TermsDelta]:
+        """Changes made inside are seen by the reads inside, then undone; the delta yielded names
+        them, to be made for good with :meth:`apply` once the operation has committed.
+
+        A planner plans in a trial: its counts and "Related" include its own source, and a plan
+        set aside (quarantined, held, a crash before the commit) leaves nothing in terms.db. The
+        trial holds this index's lock (other threads' reads and writes wait: none sees changes
+        that may never be made) and terms.db's write lock from the start (``BEGIN IMMEDIATE``:
+        another process's writes wait, and its reads see none of this)."""
+        with self._held() as delta:
+            try:
+                yield delta
+            finally:
+                self._db.rollback()
+
+    def apply(self, delta: TermsDelta) -> None:
+        """Make ``delta``'s changes, in one transaction (idempotent: a recovery makes them again)."""
+        with self._held():
+            try:
+                for step in delta.steps:
+                    _STEPS[type(step)](self, step)
+            except BaseException:
+                self._db.rollback()
+                raise
+            self._db.commit()
+
+    @contextmanager
+    def _held(self) -> Iterator[TermsDelta]:
+        """One transaction for several changes, begun with terms.db's write lock; the changes
+        made in it are gathered in the delta yielded (see :meth:`_writing`)."""
+        with self._lock:
+            if self._pending is not None:
+                raise RuntimeError("the term index is inside a trial or an apply already")
+            self._db.execute("BEGIN IMMEDIATE")
+            self._pending = delta = TermsDelta()
+            try:
+                yield delta
+            finally:
+                self._pending = None
+
+    @contextmanager
+    def _writing(self, step: TermStep) -> Iterator[sqlite3.Connection]:
+        """One change: inside a trial or an apply, part of its transaction (and of its delta,
+        when it changed a row: forgetting a source never recorded here is no change to make);
+        else committed by itself."""
+        with self._lock:
+            if self._pending is not None:
+                before = self._db.total_changes
+                yield self._db
+                if self._db.total_changes != before:
+                    self._pending.steps.append(step)
+                return
+            with self._db:
+                yield self._db
+
+    def apply_journaled(self, payload: Mapping[str, Any]) -> None:
+        """The door's call (door/deltas.py): a delta as the operation's journal holds it."""
+        self.apply(TermsDelta.from_json(payload))
+
     def record(self, source: str, title: str, terms: list[Term], by_title: frozenset[str] = frozenset()) -> None:
         """This source's terms replace what an earlier version of it said. ``by_title``: the keys
         among them found only by a page's title in the text (not among the source's own terms)."""
-        with self._lock, self._db:
-            db = self._db
+        unique = tuple({t.key: t for t in terms}.values())  # one mention per term and source
+        with self._writing(SourceRecorded(source, title, unique, frozenset(by_title))) as db:
             old = [str(r[0]) for r in db.execute("SELECT key FROM mentions WHERE source=?", (source,))]
             db.execute("DELETE FROM mentions WHERE source=?", (source,))
             db.executemany("UPDATE terms SET sources = sources - 1 WHERE key=?", [(k,) for k in old])
-            known = db.execute("SELECT 1 FROM sources WHERE source=?", (source,)).fetchone() is not None
-            seq = int(db.execute("SELECT coalesce(max(seq), 0) + 1 FROM sources").fetchone()[0])
+            row = db.execute("SELECT seq FROM sources WHERE source=?", (source,)).fetchone()
+            newest = int(db.execute("SELECT coalesce(max(seq), 0) FROM sources").fetchone()[0])
+            # Recorded again while still the newest (a recovery making a delta once more): it
+            # keeps its place, so making a delta twice leaves what making it once did.
+            seq = newest if row is not None and int(row[0]) == newest else newest + 1
             db.execute("INSERT OR REPLACE INTO sources(source, title, seq) VALUES (?,?,?)", (source, title, seq))
-            if not known:
+            if row is None:
                 _add_total(db, "sources", 1)
-            for term in {t.key: t for t in terms}.values():  # one mention per term and source
+            for term in unique:
                 db.execute("INSERT OR IGNORE INTO terms(key, label, kind, sources) VALUES (?,?,?,0)",
                            (term.key, term.label, term.kind))
                 db.execute("UPDATE terms SET sources = sources + 1 WHERE key=?", (term.key,))
@@ -688,13 +861,13 @@ class TermIndex:
         return str(row[0]) if row else ""
 
     def set_page(self, key: str, page: str) -> None:
-        with self._lock, self._db:
-            row = self._db.execute("SELECT page FROM terms WHERE key=?", (key,)).fetchone()
+        with self._writing(PageBound(key, page)) as db:
+            row = db.execute("SELECT page FROM terms WHERE key=?", (key,)).fetchone()
             if row is None:
                 return
-            self._db.execute("UPDATE terms SET page=? WHERE key=?", (page, key))
+            db.execute("UPDATE terms SET page=? WHERE key=?", (page, key))
             if bool(row[0]) != bool(page):
-                _add_total(self._db, "paged", 1 if page else -1)
+                _add_total(db, "paged", 1 if page else -1)
 
     def label(self, key: str) -> str:
         with self._lock:
@@ -778,8 +951,7 @@ def forget_source(index: TermIndex, source: str) -> list[tuple[Mention, str, int
     its mentions and its row go; a term no other source mentions goes too, and a term whose
     first recorder it was takes the label of the earliest source left. Returns what it said:
     (its mention, the term's page, how many sources had mentioned the term before it)."""
-    with index._lock, index._db:
-        db = index._db
+    with index._writing(SourceForgotten(source)) as db:
         rows = db.execute(
             f"SELECT {_MENTION_COLUMNS}, coalesce(t.page, ''), "
             "(SELECT count(*) FROM mentions o WHERE o.key = m.key AND o.seq < m.seq) "
@@ -794,8 +966,8 @@ def forget_source(index: TermIndex, source: str) -> list[tuple[Mention, str, int
 def forget_mention(index: TermIndex, key: str, source: str) -> None:
     """One source's mention of one term leaves the index (a mention that only existed because
     a reverted source had given the term its page: the page's title matched this source)."""
-    with index._lock, index._db:
-        _forget_mention(index._db, key, source)
+    with index._writing(MentionForgotten(key, source)) as db:
+        _forget_mention(db, key, source)
 
 
 def _forget_mention(db: sqlite3.Connection, key: str, source: str) -> None:
@@ -809,3 +981,12 @@ def _forget_mention(db: sqlite3.Connection, key: str, source: str) -> None:
             _add_total(db, "paged", -1)
     else:
         db.execute("UPDATE terms SET label=? WHERE key=?", (str(first[0]), key))
+
+
+# How each step is made again (TermIndex.apply), by its type.
+_STEPS: dict[type, Callable[[TermIndex, Any], object]] = {
+    SourceRecorded: lambda index, step: index.record(step.source, step.title, list(step.terms), step.by_title),
+    PageBound: lambda index, step: index.set_page(step.key, step.page),
+    SourceForgotten: lambda index, step: forget_source(index, step.source),
+    MentionForgotten: lambda index, step: forget_mention(index, step.key, step.source),
+}

@@ -178,8 +178,11 @@ class VaultContext:
 
         def make() -> Door:
             from ..door import Door
+            from ..ingest.terms import TERMS_SINK
 
-            return Door.open(self.config, self.vault, ledger=self.ledger, catalog=self.catalog, repo=self.repo)
+            # The term index is opened only when an operation's delta needs it (door/deltas.py).
+            return Door.open(self.config, self.vault, ledger=self.ledger, catalog=self.catalog, repo=self.repo,
+                             sinks={TERMS_SINK: lambda: self.terms})
 
         return self._part("door", make)
 
