@@ -19,6 +19,7 @@ import tempfile
 import threading
 import traceback
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
@@ -38,6 +39,7 @@ from wikiwright.memory.consolidate import Consolidator
 from wikiwright.memory.dailylog import append_session
 from wikiwright.memory.logcommit import commit_quiet_logs
 from wikiwright.query.query import Answer, save_answer
+from wikiwright.runtime.context import VaultContext, wire_ingest
 from wikiwright.upkeep.doctor import run_doctor
 from wikiwright.upkeep.review import ReviewQueue, ReviewStore
 
@@ -60,41 +62,46 @@ SOURCE = "# Billing\n\nThe billing API answers within 200 ms. Billing runs night
 
 # -- one operation of each kind -------------------------------------------------------------
 
-def _door(root: Path) -> Door:
-    vault = Vault(root)
-    return Door.open(load_config(root), vault)
+@contextmanager
+def _context(root: Path) -> Iterator[VaultContext]:
+    """What a process opens on the vault (its one door runs the recovery when first asked for)."""
+    with VaultContext(load_config(root), Vault(root)) as ctx:
+        yield ctx
+
+
+@contextmanager
+def _door(root: Path) -> Iterator[Door]:
+    with _context(root) as ctx:
+        yield ctx.door
 
 
 def _drain(root: Path) -> None:
-    with _door(root) as door:
+    with _context(root) as ctx:
+        door = ctx.door
         door.ledger.reset_running()  # what a start does: work cut by a crash is pending again
-        pipeline = Pipeline(door)
+        pipeline = wire_ingest(door, terms=ctx.terms).pipeline
         while pipeline.drain_once() is not None:
             pass
 
 
 def _review(root: Path) -> None:
-    queue = ReviewQueue(load_config(root), Vault(root))
-    try:
-        queue.process()
-    finally:
-        queue.close()
+    with _context(root) as ctx:
+        queue = ReviewQueue(ctx.config, ctx.vault, ctx.door, ctx.llm_client)
+        try:
+            queue.process()
+        finally:
+            queue.close()
 
 
 def _consolidate(root: Path) -> None:
-    vault = Vault(root)
-    with _door(root) as door:
-        consolidator = Consolidator(load_config(root), vault, door.ledger, door.catalog, door.repo)
-        try:
-            consolidator.run(force=True)
-        finally:
-            consolidator.close()
+    with _context(root) as ctx:
+        Consolidator(ctx.config, ctx.vault, ctx.ledger, ctx.repo, door=ctx.door).run(force=True)
 
 
 def _revert(root: Path) -> None:
-    with _door(root) as door:
-        if not door.repo.log("-F", "--grep=Wikiwright-Operation: revert", limit=1):
-            revert_ingest(door, "raw/src.md")
+    with _context(root) as ctx:
+        if not ctx.door.repo.log("-F", "--grep=Wikiwright-Operation: revert", limit=1):
+            revert_ingest(ctx.door, ctx.terms, "raw/src.md")
 
 
 def _retract(root: Path) -> None:
@@ -165,11 +172,12 @@ def _logs(root: Path) -> None:
 
 
 def _lint(root: Path) -> None:
-    queue = ReviewQueue(load_config(root), Vault(root))
-    try:
-        queue.run_lint_and_sync()
-    finally:
-        queue.close()
+    with _context(root) as ctx:
+        queue = ReviewQueue(ctx.config, ctx.vault, ctx.door, ctx.llm_client)
+        try:
+            queue.run_lint_and_sync()
+        finally:
+            queue.close()
 
 
 # A source over this bound waits for a person in REVIEW.md: the model planner refuses it on its
@@ -186,9 +194,10 @@ def _drain_with_model(root: Path) -> None:
     from wikiwright.ingest.llm_planner import ModelPlanner
 
     os.environ["WIKIWRIGHT_CRASH_TEST_KEY"] = "unused"
-    with _door(root) as door:
+    with _context(root) as ctx:
+        door = ctx.door
         door.ledger.reset_running()
-        planner = ModelPlanner(door.config, door.vault, door.ledger, door.catalog)
+        planner = ModelPlanner(door.config, door.vault, door.ledger, door.catalog, client=ctx.llm_client())
         pipeline = Pipeline(door, planner=planner)
         while pipeline.drain_once() is not None:
             pass
@@ -301,7 +310,8 @@ def _run(operation: Callable[[Path], None], root: Path, crash_at: str) -> bool:
 
 def _recover(root: Path) -> None:
     if (root / ".wikiwright" / "state.db").exists():
-        _door(root).close()
+        with _door(root):
+            pass
 
 
 def _person_lines(root: Path, *refs: str) -> set[str]:
@@ -340,7 +350,8 @@ def _audit(root: Path, kind: str, allowed_person_lines: set[str], already: int =
     assert len([s for s in ours if s.startswith(f"{kind}:")]) == already + 1, ours
     stray = {line for line in _person_lines(root) - allowed_person_lines if line}
     assert not stray, f"lines committed under the person's name that they did not write: {sorted(stray)[:5]}"
-    report = run_doctor(load_config(root), Vault(root), repair=False)
+    with _context(root) as ctx:
+        report = run_doctor(ctx.config, ctx.vault, ctx.ledger, ctx.repo, repair=False)
     assert report.ok, [c for c in report.checks if not c.ok]
     assert not (root / ".wikiwright" / "journal.json").exists()
 

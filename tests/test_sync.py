@@ -18,9 +18,10 @@ from wikiwright.core.config import load_config
 from wikiwright.door.door import Door
 from wikiwright.door.init import init_vault
 from wikiwright.door.sync import Syncer, SyncReport
-from wikiwright.ingest.pipeline import Pipeline
+from wikiwright.ingest.terms import open_term_index
 from wikiwright.intake.ledger import Ledger
 from wikiwright.intake.watch import Registrar
+from wikiwright.runtime.context import wire_ingest
 from wikiwright.runtime.status import gather
 from wikiwright.vcs.remote import PushResult, Remote
 from wikiwright.vcs.repo import GitRepo
@@ -54,7 +55,8 @@ class Machine:
         self.catalog = Catalog(vault)
         self.catalog.refresh()
         self.repo = GitRepo(root, lock_retry_seconds=2)
-        self.pipeline = Pipeline(Door(self.config, vault, self.ledger, self.catalog, self.repo))
+        self.pipeline = wire_ingest(Door(self.config, vault, self.ledger, self.catalog, self.repo),
+                                    terms=open_term_index(vault.state)).pipeline
         self.registrar = Registrar(vault, self.ledger, self.config.ingest.max_source_bytes, threading.Event())
         self.syncer = Syncer(self.config, vault, self.ledger, self.catalog, self.repo)
 
@@ -500,12 +502,12 @@ def test_consolidation_runs_on_one_machine_per_period(world: tuple[Path, Machine
     from wikiwright.memory.consolidate import Consolidator
 
     _remote, ma, mb = world
-    assert Consolidator(mb.config, mb.vault, mb.ledger, repo=mb.repo).gate().time_ok  # never consolidated
+    assert Consolidator(mb.config, mb.vault, mb.ledger, mb.repo).gate().time_ok  # never consolidated
     assert claim_consolidation(ma.config, ma.repo, "machine-a") is None
     refused = claim_consolidation(mb.config, mb.repo, "machine-b")
     assert refused is not None and "another machine claimed" in refused and "machine-a" in refused
     # B's gate reads the claim it fetched: the time gate is closed until the next period.
-    assert not Consolidator(mb.config, mb.vault, mb.ledger, repo=mb.repo).gate().time_ok
+    assert not Consolidator(mb.config, mb.vault, mb.ledger, mb.repo).gate().time_ok
 
 
 def test_the_round_asks_git_only_through_vcs() -> None:

@@ -659,23 +659,13 @@ def stages_blobs(repo: GitRepo, merged: MergeTree, path: str) -> dict[int, bytes
 
 
 class SyncJob:
-    """The daemon's periodic sync: its own ledger, catalogue and repository connections."""
+    """The daemon's periodic sync, on the daemon's door (its ledger, catalogue and repository:
+    one connection to each database)."""
 
-    def __init__(self, config: Config, vault: Vault, services: tuple[Ledger, Catalog, GitRepo] | None = None,
-                 door: Door | None = None) -> None:
-        self.config = config
-        self.vault = vault
-        self._services = services  # the daemon's own (one connection per database), else opened here
-        self._door = door
-        self._syncer: Syncer | None = None
+    def __init__(self, door: Door) -> None:
+        self._syncer = Syncer(door.config, door.vault, door.ledger, door.catalog, door.repo, door=door)
 
     def tick(self) -> SyncReport | None:
-        if self._syncer is None:
-            if self._services is None:
-                repo = GitRepo(self.vault.root, self.config.git.author_name, self.config.git.author_email,
-                               self.config.git.lock_retry_seconds)
-                self._services = (Ledger(self.vault.db_path), Catalog(self.vault), repo)
-            self._syncer = Syncer(self.config, self.vault, *self._services, door=self._door)
         if not self._syncer.due():
             return None
         report = self._syncer.round()

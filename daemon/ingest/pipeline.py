@@ -39,7 +39,7 @@ from ..door import COMMIT, Door
 from ..door.sourceclaims import SourceClaims
 from ..door.trailers import recovered_ingest
 from ..ingest.cost import APPROVAL_RECHECK_SECONDS, COSTLY_SOURCE, costly_proposal
-from ..ingest.plan import IngestPlan, OfflinePlanner, prepare, source_page_name
+from ..ingest.plan import IngestPlan, prepare, source_page_name
 from ..ingest.rawcommit import include_source
 from ..ingest.selffeed import SELF_FEEDING_RULE, is_own_page
 from ..intake.extract import SourceText
@@ -84,7 +84,7 @@ class Pipeline:
     def __init__(
         self,
         door: Door,
-        planner: Planner | None = None,
+        planner: Planner,
         stop: threading.Event | None = None,
         clock: Callable[[], date] = date.today,
     ) -> None:
@@ -94,7 +94,7 @@ class Pipeline:
         self.ledger = door.ledger
         self.catalog = door.catalog
         self.repo = door.repo
-        self.planner: Planner = planner or OfflinePlanner(self.config, self.vault, self.ledger, self.catalog)
+        self.planner = planner  # the process's (VaultContext.planner: the model's or the offline engine)
         self.stop = stop or threading.Event()
         self.clock = clock
         # Seconds a job waits before the next try (instance knobs so tests can shorten them).
