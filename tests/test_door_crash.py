@@ -125,7 +125,7 @@ def _init(root: Path) -> None:
 def _sync(root: Path) -> None:
     """One sync round: a merge of the other machine's ingest with this machine's, then the push."""
     with _door(root) as door:
-        report = Syncer(door.config, door.vault, door.ledger, door.catalog, door.repo).round()
+        report = Syncer(door.config, door.vault, door.ledger, door.catalog, door.repo, door=door).round()
         assert report.state in ("pushed", "up-to-date", "integrated"), report
 
 

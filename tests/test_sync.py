@@ -58,7 +58,7 @@ class Machine:
         self.pipeline = wire_ingest(Door(self.config, vault, self.ledger, self.catalog, self.repo),
                                     terms=open_term_index(vault.state)).pipeline
         self.registrar = Registrar(vault, self.ledger, self.config.ingest.max_source_bytes, threading.Event())
-        self.syncer = Syncer(self.config, vault, self.ledger, self.catalog, self.repo)
+        self.syncer = Syncer(self.config, vault, self.ledger, self.catalog, self.repo, door=self.pipeline.door)
 
     def ingest(self, name: str, text: str) -> None:
         path = self.vault.raw / name
@@ -475,7 +475,8 @@ def test_sync_pauses_during_a_persons_merge(world: tuple[Path, Machine, Machine]
     configured = Machine.__new__(Machine)
     configured.__dict__.update(ma.__dict__)
     branch_config = ma.config.replace(git=dataclasses.replace(ma.config.git, branch="main"))
-    configured.syncer = Syncer(branch_config, ma.vault, ma.ledger, ma.catalog, ma.repo)
+    configured.syncer = Syncer(branch_config, ma.vault, ma.ledger, ma.catalog, ma.repo,
+                               door=Door(branch_config, ma.vault, ma.ledger, ma.catalog, ma.repo))
     git(ma.root, "checkout", "-q", "-b", "experiment")
     report = configured.sync(expect=None)
     assert report.state == "paused" and "experiment" in report.detail, report

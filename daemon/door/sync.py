@@ -136,13 +136,13 @@ class Syncer:
     """Sync rounds for one vault, with the services of the process that runs them."""
 
     def __init__(self, config: Config, vault: Vault, ledger: Ledger, catalog: Catalog, repo: GitRepo,
-                 door: Door | None = None) -> None:
+                 door: Door) -> None:
         self.config = config
         self.vault = vault
         self.ledger = ledger
         self.catalog = catalog
         self.repo = repo
-        self._door = door  # the process's one door (its vault context's), else one made here once
+        self._door = door  # the process's one door (its vault context's), on the parts above
         self.remote = Remote(repo, config.git.remote, config.git.branch)
         self._round_times: dict[str, float] = {}
         self._refused: list[TrailerRefusal] = []  # trailers refused this round, kept by _import_sources
@@ -279,10 +279,6 @@ class Syncer:
 
     def door(self) -> Door:
         """The door every round's operations pass (the one the process was given)."""
-        if self._door is None:
-            from .door import Door
-
-            self._door = Door(self.config, self.vault, self.ledger, self.catalog, self.repo)
         return self._door
 
     def _repository_problem(self) -> str | None:
