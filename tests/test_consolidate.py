@@ -244,6 +244,23 @@ def test_check_cli_prints_gates_and_exit_code(vault: Vault) -> None:
     assert again.returncode == 1 and "h since the last" in again.stdout
 
 
+def test_check_and_dry_run_on_a_vault_without_a_state_database_write_none(vault: Vault) -> None:
+    """A clone that never ran a daemon has no state.db: `--check`, `--dry-run` and `doctor
+    --no-repair` read an empty one and leave none behind (old code: the check's scratch ledger
+    had no tables and failed; doctor made the file)."""
+    vault.db_path.unlink()
+    for suffix in ("-wal", "-shm"):
+        vault.db_path.with_name(vault.db_path.name + suffix).unlink(missing_ok=True)
+    _sessions(vault, 5)
+    check = cli("consolidate", "--vault", str(vault.root), "--check")
+    assert check.returncode == 0 and "would run" in check.stdout, check.stdout + check.stderr
+    dry = cli("consolidate", "--vault", str(vault.root), "--dry-run")
+    assert dry.returncode == 0 and "Rule number 4" in dry.stdout, dry.stdout + dry.stderr
+    doctor = cli("doctor", "--vault", str(vault.root), "--no-repair")
+    assert "accounting" in doctor.stdout, doctor.stdout + doctor.stderr
+    assert not vault.db_path.exists()
+
+
 def test_a_week_of_logs_consolidates_with_every_planted_fact(config: Config, vault: Vault, ledger: Ledger,
                                                               ctx: VaultContext) -> None:
     written = generate_week(vault.logs)
