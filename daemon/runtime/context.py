@@ -11,7 +11,8 @@ the term index, the cost ledger and the repository. It builds the one
 It lives in runtime/ because it joins rooms the lower ones may not know (door, ingest,
 intake): a job of upkeep/, memory/ or history/ takes the parts it needs (the door, which
 carries the ledger, catalogue and repository, and a cost ledger or term index), never the
-context itself. Every part is imported where it is first used, so a read-only context
+context itself, and opens none of its own (tests/test_architecture.py: only this module makes
+them, vault creation apart). Every part is imported where it is first used, so a read-only context
 (``write=False``, what ``status`` opens) imports neither the door nor GitPython.
 
 A context made with ``write=False`` refuses what writes: the door, the recovery and the
