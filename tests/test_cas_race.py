@@ -249,6 +249,7 @@ def test_mode_is_atomic_exchange_here(folder: Path) -> None:
 
 def test_status_and_doctor_say_which_mode_the_vault_runs_in(vault: Vault, monkeypatch: pytest.MonkeyPatch) -> None:
     from wikiwright.core.config import load_config
+    from wikiwright.runtime.context import VaultContext
     from wikiwright.runtime.status import gather
     from wikiwright.upkeep.doctor import run_doctor
 
@@ -257,7 +258,8 @@ def test_status_and_doctor_say_which_mode_the_vault_runs_in(vault: Vault, monkey
     shown = cli("status", "--vault", str(vault.root))
     assert "Writes:  compare-and-swap by atomic exchange" in shown.stdout, shown.stdout + shown.stderr
     assert "[ok  ] writes: compare-and-swap by atomic exchange" in cli("doctor", "--vault", str(vault.root)).stdout
-    report = run_doctor(load_config(vault.root), vault, repair=False)
+    with VaultContext(load_config(vault.root), vault, write=False) as ctx:
+        report = run_doctor(ctx.config, ctx.vault, ctx.ledger, ctx.repo, repair=False)
     assert next(c for c in report.checks if c.name == "writes").summary == "compare-and-swap by atomic exchange"
     # Where there is no exchange (a libc without renameat2; a filesystem refusing it is
     # remembered the same way), writes still compare-and-swap, by the fallback, and say so.
