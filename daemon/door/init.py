@@ -64,7 +64,7 @@ def init_vault(root: Path, author_name: str, author_email: str) -> tuple[Vault, 
     # the one operation that creates them, and closes them when it is done.
     ledger, catalog = Ledger(vault.db_path), Catalog(vault)
     try:
-        door = Door.open(load_config(root), vault, ledger=ledger, catalog=catalog, repo=repo)
+        door = Door(load_config(root), vault, ledger, catalog, repo)
         with door.operation(OpKind.INIT, "initialise vault") as op:
             op.settle([*files, ".gitignore"])  # files already there are the person's: theirs first
             for rel, text in files.items():
