@@ -25,12 +25,12 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from tests.consolidate_model import script  # noqa: E402
+from tests.helpers import consolidator_on  # noqa: E402
 from tests.llm_server import ScriptedServer  # noqa: E402
 from tests.logweek import FACTS, filler_for_lines, generate_week, surviving  # noqa: E402
 from wikiwright.core.config import load_config  # noqa: E402
 from wikiwright.door.init import init_vault  # noqa: E402
-from wikiwright.intake.ledger import Ledger  # noqa: E402
-from wikiwright.memory.consolidate import Consolidator  # noqa: E402
+from wikiwright.runtime.context import VaultContext  # noqa: E402
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC).timestamp()
 
@@ -40,17 +40,14 @@ def run(engine: str, args: argparse.Namespace) -> dict[str, object]:
         vault, _ = init_vault(Path(tmp) / "vault", "bench", "bench@localhost")
         written = generate_week(vault.logs, days=args.days, sessions=args.sessions, filler=args.filler)
         config = load_config(vault.root)
-        ledger = Ledger(vault.db_path)
-        try:
-            started = time.perf_counter()
-            if engine == "model (scripted)":
-                with ScriptedServer(script) as server:
-                    result = Consolidator(server.config(config), vault, ledger, clock=lambda: NOW).run()
-            else:
-                result = Consolidator(config, vault, ledger, clock=lambda: NOW).run()
-            seconds = time.perf_counter() - started
-        finally:
-            ledger.close()
+        started = time.perf_counter()
+        if engine == "model (scripted)":
+            with ScriptedServer(script) as server, VaultContext(server.config(config), vault) as ctx:
+                result = consolidator_on(ctx, clock=lambda: NOW).run()
+        else:
+            with VaultContext(config, vault) as ctx:
+                result = consolidator_on(ctx, clock=lambda: NOW).run()
+        seconds = time.perf_counter() - started
         plan = result.plan
         assert plan is not None, result.detail
         pages = "".join((vault.wiki / f"{c.page}.md").read_text() for c in plan.changes)
@@ -67,13 +64,10 @@ def run_size(lines: int, repeat_pool: int) -> dict[str, float | int]:
         vault, _ = init_vault(Path(tmp) / "vault", "bench", "bench@localhost")
         generate_week(vault.logs, filler=filler_for_lines(lines), repeat_pool=repeat_pool)
         written = sum(len(p.read_text(encoding="utf-8").splitlines()) for p in vault.logs.glob("*.md"))
-        ledger = Ledger(vault.db_path)
-        try:
+        with VaultContext(load_config(vault.root), vault) as ctx:
             cpu = time.process_time()
-            result = Consolidator(load_config(vault.root), vault, ledger, clock=lambda: NOW).run(force=True)
+            result = consolidator_on(ctx, clock=lambda: NOW).run(force=True)
             cpu = time.process_time() - cpu
-        finally:
-            ledger.close()
         plan = result.plan
         assert plan is not None, result.detail
         pages = "".join((vault.wiki / f"{c.page}.md").read_text() for c in plan.changes)

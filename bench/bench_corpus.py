@@ -286,9 +286,10 @@ class Run:
         from wikiwright.core.config import load_config
         from wikiwright.door import Door
         from wikiwright.door.init import init_vault
-        from wikiwright.ingest.pipeline import Pipeline
+        from wikiwright.ingest.terms import open_term_index
         from wikiwright.intake.ledger import Ledger
         from wikiwright.intake.watch import Registrar
+        from wikiwright.runtime.context import wire_ingest
         from wikiwright.vcs.repo import GitRepo
         from wikiwright.wiki.catalog import Catalog
 
@@ -298,7 +299,8 @@ class Run:
         self.catalog = Catalog(self.vault)
         self.catalog.refresh()
         repo = GitRepo(self.vault.root, "wikiwright", "wikiwright@localhost")
-        self.pipeline = Pipeline(Door(self.config, self.vault, self.ledger, self.catalog, repo))
+        self.pipeline = wire_ingest(Door(self.config, self.vault, self.ledger, self.catalog, repo),
+                                    terms=open_term_index(self.vault.state)).pipeline
         self.registrar = Registrar(self.vault, self.ledger, self.config.ingest.max_source_bytes, threading.Event())
         self.planner = self.pipeline.planner
         self.plan_seconds: list[float] = []

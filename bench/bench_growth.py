@@ -90,9 +90,10 @@ def run_import(base: Path, sources: int, window: int, profile_at: list[int],
     from wikiwright.core.config import load_config
     from wikiwright.door import Door
     from wikiwright.door.init import init_vault
-    from wikiwright.ingest.pipeline import Pipeline
+    from wikiwright.ingest.terms import open_term_index
     from wikiwright.intake.ledger import Ledger
     from wikiwright.intake.watch import Registrar
+    from wikiwright.runtime.context import wire_ingest
     from wikiwright.vcs.repo import GitRepo
     from wikiwright.wiki.catalog import Catalog
 
@@ -102,7 +103,7 @@ def run_import(base: Path, sources: int, window: int, profile_at: list[int],
     catalog = Catalog(vault)
     catalog.refresh()
     repo = GitRepo(vault.root, "wikiwright", "wikiwright@localhost")
-    pipeline = Pipeline(Door(config, vault, ledger, catalog, repo))
+    pipeline = wire_ingest(Door(config, vault, ledger, catalog, repo), terms=open_term_index(vault.state)).pipeline
     registrar = Registrar(vault, ledger, config.ingest.max_source_bytes, threading.Event())
     phases: dict[str, list[float]] = {"plan": [], "read": [], "plan_read": [], "door": []}
     # cProfile of each window asked for (the whole ingest, or only the planner's steps).

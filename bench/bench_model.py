@@ -40,7 +40,7 @@ from wikiwright.core.config import load_config
 from wikiwright.core.vault import Vault
 from wikiwright.door import Door
 from wikiwright.door.init import init_vault
-from wikiwright.ingest.llm import CostLedger
+from wikiwright.ingest.llm import CostLedger, LLMClient, cost_ledger
 from wikiwright.ingest.llm_planner import ModelPlanner
 from wikiwright.ingest.pipeline import Pipeline
 from wikiwright.intake.ledger import Ledger
@@ -102,7 +102,8 @@ def run_size(size: int, sources: int) -> dict[str, float]:
             os.environ["SCRIPTED_LLM_KEY"] = "sk-bench"
             config = server.config(load_config(vault.root))
             repo = GitRepo(vault.root)
-            planner = ModelPlanner(config, vault, ledger, catalog)
+            client = LLMClient(config, vault, ledger, costs=cost_ledger(vault))
+            planner = ModelPlanner(config, vault, ledger, catalog, client=client)
             pipeline = Pipeline(Door(config, vault, ledger, catalog, repo), planner=planner)
             registrar = Registrar(vault, ledger, 10**7, threading.Event())
             # One warm-up ingest (imports litellm, warms caches), not measured.
@@ -207,7 +208,9 @@ def kestrel_story(pages: int) -> int:
             catalog = Catalog(vault)
             catalog.refresh()
             pipeline = Pipeline(Door(config, vault, ledger, catalog, GitRepo(vault.root)),
-                                planner=ModelPlanner(config, vault, ledger, catalog))
+                                planner=ModelPlanner(config, vault, ledger, catalog,
+                                                     client=LLMClient(config, vault, ledger,
+                                                                      costs=cost_ledger(vault))))
             registrar = Registrar(vault, ledger, 10**7, threading.Event())
             sources = [("kestrel-design.md", KESTREL_DESIGN)]
             sources += [(f"kestrel-fix-{i}.md", f"# Kestrel change {i}\n\nDate: 2026-05-0{i + 1}.\n\n{c[3]}\n")

@@ -38,12 +38,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from wikiwright.core.config import load_config
-from wikiwright.door import Door
 from wikiwright.door.init import init_vault
 from wikiwright.ingest.llm_planner import ModelPlanner
 from wikiwright.ingest.pipeline import Pipeline
 from wikiwright.ingest.scripted_server import ScriptedServer, prompt_text, user_prompt
 from wikiwright.intake.watch import Registrar
+from wikiwright.runtime.context import VaultContext
 from wikiwright.wiki.pages import slugify
 
 PROJECT = "Heron"
@@ -262,9 +262,11 @@ def in_process(root: Path, docs: list[tuple[str, str]], server: ScriptedServer,
     calls: list[int] = []
 
     def run(batch: list[tuple[str, str]]) -> None:
-        door = Door.open(config, vault)
+        ctx = VaultContext(config, vault)
+        door = ctx.door
         try:
-            pipeline = Pipeline(door, planner=ModelPlanner(config, vault, door.ledger, door.catalog))
+            pipeline = Pipeline(door, planner=ModelPlanner(config, vault, door.ledger, door.catalog,
+                                                           client=ctx.llm_client()))
             registrar = Registrar(vault, door.ledger, config.ingest.max_source_bytes, threading.Event())
             for name, text in batch:
                 path = vault.raw / name
@@ -277,7 +279,7 @@ def in_process(root: Path, docs: list[tuple[str, str]], server: ScriptedServer,
                 calls.append(len(new))
                 chars.append(sum(len(prompt_text(r)) for r in new))
         finally:
-            door.close()
+            ctx.close()
 
     run(docs[:snapshot_after])
     shutil.copytree(vault.root, root / "snapshot", symlinks=True)

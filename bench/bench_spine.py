@@ -219,9 +219,10 @@ def bench_throughput(base: Path, env: dict[str, str], pages: int, ingests: int) 
     from wikiwright.core.config import load_config
     from wikiwright.door import Door
     from wikiwright.door.init import init_vault
-    from wikiwright.ingest.pipeline import Pipeline
+    from wikiwright.ingest.terms import open_term_index
     from wikiwright.intake.ledger import Ledger
     from wikiwright.intake.watch import Registrar
+    from wikiwright.runtime.context import wire_ingest
     from wikiwright.vcs.repo import GitRepo
     from wikiwright.wiki.catalog import Catalog
 
@@ -240,7 +241,7 @@ def bench_throughput(base: Path, env: dict[str, str], pages: int, ingests: int) 
     catalog.refresh()
     catalog_s = time.perf_counter() - started
     repo = GitRepo(vault.root, config.git.author_name, config.git.author_email)
-    pipeline = Pipeline(Door(config, vault, ledger, catalog, repo))
+    pipeline = wire_ingest(Door(config, vault, ledger, catalog, repo), terms=open_term_index(vault.state)).pipeline
     registrar = Registrar(vault, ledger, config.ingest.max_source_bytes, threading.Event())
     ours: list[float] = []
     phase: list[float] = []
@@ -289,9 +290,10 @@ def git_procs_child(count: int) -> int:
     from wikiwright.core.config import load_config
     from wikiwright.door import Door
     from wikiwright.door.init import init_vault
-    from wikiwright.ingest.pipeline import Pipeline
+    from wikiwright.ingest.terms import open_term_index
     from wikiwright.intake.ledger import Ledger
     from wikiwright.intake.watch import Registrar
+    from wikiwright.runtime.context import wire_ingest
     from wikiwright.vcs.repo import GitRepo
     from wikiwright.wiki.catalog import Catalog
 
@@ -311,7 +313,7 @@ def git_procs_child(count: int) -> int:
         ledger, catalog = Ledger(vault.db_path), Catalog(vault)
         catalog.refresh()
         repo = GitRepo(vault.root, config.git.author_name, config.git.author_email)
-        pipeline = Pipeline(Door(config, vault, ledger, catalog, repo))
+        pipeline = wire_ingest(Door(config, vault, ledger, catalog, repo), terms=open_term_index(vault.state)).pipeline
         registrar = Registrar(vault, ledger, config.ingest.max_source_bytes, threading.Event())
         rng = random.Random(24)
         rows = []

@@ -108,6 +108,7 @@ def timed(action: object) -> float:
 def round_costs(base: Path, pages: int, repeats: int) -> list[tuple[str, float, float]]:
     from wikiwright.core.config import load_config
     from wikiwright.core.vault import Vault
+    from wikiwright.door.door import Door
     from wikiwright.door.sync import Syncer
     from wikiwright.intake.ledger import Ledger
     from wikiwright.vcs.repo import GitRepo
@@ -120,7 +121,8 @@ def round_costs(base: Path, pages: int, repeats: int) -> list[tuple[str, float, 
     vault = Vault(b)
     ledger, catalog = Ledger(vault.db_path), Catalog(vault)
     catalog.refresh()
-    syncer = Syncer(config, vault, ledger, catalog, GitRepo(b))
+    repo = GitRepo(b)
+    syncer = Syncer(config, vault, ledger, catalog, repo, door=Door(config, vault, ledger, catalog, repo))
     rows: dict[str, tuple[list[float], list[float]]] = {"idle": ([], []), "fast-forward": ([], []),
                                                         "merge": ([], [])}
 

@@ -31,11 +31,11 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from tests.llm_server import ScriptedServer, user_prompt
 from wikiwright.core.config import load_config
-from wikiwright.door import Door
 from wikiwright.door.init import init_vault
 from wikiwright.ingest.llm_planner import ModelPlanner
 from wikiwright.ingest.pipeline import Pipeline
 from wikiwright.intake.watch import Registrar
+from wikiwright.runtime.context import VaultContext
 
 HUBS = ("project-heron", "latency")
 
@@ -56,8 +56,9 @@ def run(tmp: Path, sources: int, workers: int) -> dict[str, float]:
     vault, _ = init_vault(tmp / f"w{workers}", "wikiwright", "wikiwright@localhost")
     with ScriptedServer(_script) as server:
         config = server.config(load_config(vault.root))
-        door = Door.open(config, vault)
-        planner = ModelPlanner(config, vault, door.ledger, door.catalog)
+        ctx = VaultContext(config, vault)
+        door = ctx.door
+        planner = ModelPlanner(config, vault, door.ledger, door.catalog, client=ctx.llm_client())
         pipeline = Pipeline(door, planner=planner)
         registrar = Registrar(vault, door.ledger, config.ingest.max_source_bytes, threading.Event())
         (vault.raw / "hubs.md").write_text("# Hubs\n\nproject-heron and latency.\n")
@@ -90,7 +91,7 @@ def run(tmp: Path, sources: int, workers: int) -> dict[str, float]:
         ingested = sum(1 for f in door.ledger.files("ingested", kind="raw")) - 1
         review = (vault.root / "REVIEW.md").read_text(encoding="utf-8")
         conflicts = review.count("changed while wikiwright worked on it")
-        door.close()
+        ctx.close()
     return {"ingested": ingested, "conflicts": conflicts, "replans": replans[0], "calls": calls / max(1, sources),
             "seconds": took}
 

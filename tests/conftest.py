@@ -14,6 +14,7 @@ import pytest
 from wikiwright.core.config import Config, WatchConfig, load_config
 from wikiwright.core.vault import Vault
 from wikiwright.door.init import init_vault
+from wikiwright.ingest.llm import CostLedger
 from wikiwright.ingest.pipeline import Pipeline
 from wikiwright.intake.ledger import Ledger
 from wikiwright.intake.watch import Registrar
@@ -88,6 +89,23 @@ class Services:
         while (result := self.pipeline.drain_once()) is not None:
             results.append(result)
         return results
+
+
+@pytest.fixture
+def catalog(vault: Vault) -> Iterator[Catalog]:
+    """The vault's catalogue, as a process's context holds it: for a test that lints alone."""
+    opened = Catalog(vault)
+    yield opened
+    opened.close()
+
+
+@pytest.fixture
+def costs(vault: Vault) -> Iterator[CostLedger]:
+    """The vault's cost ledger (llm.db), as a process's context holds it: for a test that calls
+    the model client alone."""
+    ledger = CostLedger(vault.state / "llm.db")
+    yield ledger
+    ledger.close()
 
 
 @pytest.fixture

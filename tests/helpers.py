@@ -148,3 +148,39 @@ def daemon_in_process(vault: Any) -> Iterator[Any]:
         daemon.teardown()
         ctx.close()
         sys.stdout, sys.stderr = out, err
+
+
+@contextmanager
+def opened_door(config: Any, vault: Any) -> Iterator[Any]:
+    """The door of a vault context opened for the block, as one command opens it (the crash
+    recovery runs), closed with the context."""
+    from wikiwright.runtime.context import VaultContext
+
+    with VaultContext(config, vault) as ctx:
+        yield ctx.door
+
+
+def review_queue(config: Any, vault: Any) -> Any:
+    """A review queue on a vault context of its own (what one `wikiwright review` opens): its
+    door at first use, the context closed with the queue."""
+    from wikiwright.runtime.context import VaultContext
+    from wikiwright.upkeep.review import ReviewQueue
+
+    class OwnQueue(ReviewQueue):
+        def __init__(self) -> None:
+            self.ctx = VaultContext(config, vault)
+            super().__init__(config, vault, lambda: self.ctx.door, self.ctx.llm_client)
+
+        def close(self) -> None:
+            super().close()
+            self.ctx.close()
+
+    return OwnQueue()
+
+
+def consolidator_on(ctx: Any, **kw: Any) -> Any:
+    """A consolidator on a vault context's parts, as the daemon and `consolidate` make one."""
+    from wikiwright.memory.consolidate import Consolidator
+
+    return Consolidator(ctx.config, ctx.vault, ctx.ledger, ctx.repo, door=ctx.door,
+                        llm=ctx.llm_client() if ctx.config.llm.enabled else None, **kw)

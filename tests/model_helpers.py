@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from wikiwright.door import Door
-from wikiwright.ingest.llm import LLMClient
+from wikiwright.ingest.llm import LLMClient, cost_ledger
 from wikiwright.ingest.llm_planner import ModelPlanner
 from wikiwright.runtime.context import wire_ingest
 
@@ -17,7 +17,7 @@ def use_model(services: Services, server: ScriptedServer, **llm: Any) -> ModelPl
     """Swap the services' pipeline for one planning with the scripted model."""
     config = server.config(services.config, **llm)
     services.config = config
-    costs = services.ctx.costs if services.ctx is not None else None
+    costs = services.ctx.costs if services.ctx is not None else cost_ledger(services.vault)
     client = LLMClient(config, services.vault, services.ledger, costs=costs)
     planner = ModelPlanner(config, services.vault, services.ledger, services.catalog, client=client)
     planner.client.backoff_seconds = 0.01

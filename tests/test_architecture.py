@@ -8,6 +8,9 @@ touch, so a module that breaks one fails here before any behaviour shows it:
   ``GitRepo``; the questions others ask are named functions in ``vcs/queries.py``;
 - the databases (§1, rule 15): only the modules that own state.db, catalog.db, terms.db and
   llm.db connect to them, through ``core/sqlitedb.py``, the one place ``sqlite3.connect`` runs;
+- the vault context (§3, rule 15): only ``runtime/context.py`` makes the process's parts (the
+  ledger, review store, catalogue, term index, cost ledger, repository and door), besides the
+  module that defines each one; every job and command takes them from the context;
 - the door (rule 4): no module outside the door writes a file anywhere but through a short,
   justified list of writers of other places (raw/ drops, daily logs, the daemon's own state);
 - the vault (§1): the ``.wikiwright/`` list in DESIGN.md names exactly the files the code keeps there.
@@ -188,16 +191,16 @@ SQLITE_OPENER = "core/sqlitedb.py"  # the one sqlite3.connect: schema versions, 
 # module -> the database it keeps (its schema and its connection, opened through core/sqlitedb.py)
 DATABASE_OWNERS = {
     "intake/ledger.py": "state.db: the queue and the source ledger (the connection others share)",
-    "wiki/reviewfile.py": "state.db: the review store's tables (on the ledger's connection when given one)",
-    "upkeep/doctor.py": "state.db: doctor's incremental state",
+    "wiki/reviewfile.py": "state.db: the review store's tables (on the ledger's connection)",
+    "upkeep/doctor.py": "state.db: doctor's incremental state (its tables, on the ledger's connection)",
     "wiki/catalog.py": "catalog.db",
     "ingest/terms.py": "terms.db",
     "ingest/llm.py": "llm.db",
-    # Not a database's owner but the process's one opener of them: the review tables are brought
-    # to their version before the ledger opens (a second connection after would keep a descriptor).
-    "runtime/context.py": "the vault context: each database opened once per process",
 }
-_OPENERS = {"open_db", "migrate", "recorded_versions"}
+_OPENERS = {"open_db", "migrate", "migrate_on", "recorded_versions"}
+# Owners of a table group on another owner's connection: they bring their tables to their
+# version on it (migrate_on) and open no connection of their own.
+ON_SHARED_CONNECTION = {"upkeep/doctor.py"}
 
 
 def database_problems(found: tuple[Module, ...] | None = None) -> list[str]:
@@ -220,12 +223,76 @@ def database_problems(found: tuple[Module, ...] | None = None) -> list[str]:
                 problems.append(f"{module.rel}:{node.lineno}: sqlite3.connect outside {SQLITE_OPENER}")
             elif name.split(".")[-1] in _OPENERS and module.rel not in DATABASE_OWNERS:
                 problems.append(f"{module.rel}:{node.lineno}: {name}(...) opens a database it does not own")
+            elif name.split(".")[-1] in _OPENERS - {"migrate_on"} and module.rel in ON_SHARED_CONNECTION:
+                problems.append(f"{module.rel}:{node.lineno}: {name}(...) opens a connection of its own")
     return problems
 
 
 def test_only_the_owners_connect_to_the_vault_databases() -> None:
     problems = database_problems()
     assert not problems, "database connections outside their owners:\n" + "\n".join(problems)
+
+
+# -- the process's parts: made by the vault context ------------------------------------------------
+
+THE_CONTEXT = "runtime/context.py"
+# A part of the process -> the module that defines it and where in it the part may be made (its
+# own class, or the factory that opens it): nowhere else, not even elsewhere in that module.
+PARTS = {
+    "Ledger": ("intake/ledger.py", "Ledger"),  # the one connection to state.db
+    "ReviewStore": ("wiki/reviewfile.py", "ReviewStore"),  # ReviewStore.on(ledger): on that connection
+    "Catalog": ("wiki/catalog.py", "Catalog"),
+    "TermIndex": ("ingest/terms.py", "open_term_index"),
+    "open_term_index": ("ingest/terms.py", "open_term_index"),
+    "CostLedger": ("ingest/llm.py", "cost_ledger"),
+    "cost_ledger": ("ingest/llm.py", "cost_ledger"),
+    "GitRepo": ("vcs/repo.py", "GitRepo"),
+    "Door": ("door/door.py", "Door"),
+    "Door.open": ("door/door.py", "Door"),  # the one recovery, on the context's parts
+}
+# (module, function) outside the context that makes parts itself, each with why.
+PARTS_MADE_ELSEWHERE = {
+    ("door/init.py", "init_vault"): "vault creation: before it there is no vault (folder, state folder, config, "
+                                    "repository) for a context to open; its parts live for the one init operation",
+}
+
+
+def part_problems(found: tuple[Module, ...] | None = None) -> list[str]:
+    """Calls that make one of the process's parts outside the vault context, the part's own
+    module and the listed exceptions (a job or command opening its own connection)."""
+    problems = []
+    for module in found if found is not None else modules():
+        if module.rel == THE_CONTEXT:
+            continue
+        for scope, node in _functions(module.tree):
+            if not isinstance(node, ast.Call):
+                continue
+            dotted = _dotted(node.func).split(".")
+            name = ".".join(dotted[-2:]) if dotted[-2:] == ["Door", "open"] else dotted[-1]
+            if name not in PARTS:
+                continue
+            owner, where = PARTS[name]
+            if module.rel == owner and (scope == where or scope.startswith(where + ".")):
+                continue
+            if any(module.rel == rel and (scope == where or scope.startswith(where + "."))
+                   for rel, where in PARTS_MADE_ELSEWHERE):
+                continue
+            problems.append(f"{module.rel}:{node.lineno}: {scope or '<module>'}: {name}(...)")
+    return problems
+
+
+def test_only_the_vault_context_makes_the_process_s_parts() -> None:
+    problems = part_problems()
+    assert not problems, ("parts made outside the vault context (take the context's: a job gets them as "
+                          "parameters):\n" + "\n".join(problems))
+
+
+def test_every_listed_maker_of_parts_still_makes_them() -> None:
+    """An exception listed for a function that no longer makes a part is a stale one."""
+    making = {(module.rel, scope) for module in modules() for scope, node in _functions(module.tree)
+              if isinstance(node, ast.Call) and (_dotted(node.func).split(".")[-1] in PARTS
+                                                 or _dotted(node.func).endswith("Door.open"))}
+    assert set(PARTS_MADE_ELSEWHERE) <= making, sorted(set(PARTS_MADE_ELSEWHERE) - making)
 
 
 # -- no write to wiki/ or REVIEW.md outside the door --------------------------------------------
@@ -462,6 +529,34 @@ def test_each_check_fails_on_a_module_that_breaks_its_rule() -> None:
             open_db(vault.state / "catalog.db", schema)
     """)
     assert len(database_problems((databases,))) == 2, database_problems((databases,))
+    doctor = _module("upkeep/doctor.py", """
+        def f(ledger, vault, schema):
+            migrate_on(ledger.shared_connection()[0], ledger.path, schema)
+            return open_db(vault.db_path, schema)
+    """)
+    assert database_problems((doctor,)) == ["upkeep/doctor.py:4: open_db(...) opens a connection of its own"]
+    own_parts = _module("upkeep/bad.py", """
+        from ..intake.ledger import Ledger
+        from ..vcs.repo import GitRepo
+        from ..wiki import reviewfile
+        def f(config, vault, ledger):
+            store = reviewfile.ReviewStore.on(ledger)  # the ledger's connection: allowed
+            return (Ledger(vault.db_path), GitRepo(vault.root), reviewfile.ReviewStore(vault.db_path),
+                    open_term_index(vault.state), cost_ledger(vault), Door.open(config, vault), Door(config))
+    """)
+    assert [p.rsplit(": ", 1)[1] for p in part_problems((own_parts,))] == [
+        "Ledger(...)", "GitRepo(...)", "ReviewStore(...)", "open_term_index(...)", "cost_ledger(...)",
+        "Door.open(...)", "Door(...)"], \
+        part_problems((own_parts,))
+    assert part_problems((_module("runtime/context.py", own_parts.source),)) == []
+    in_owner = _module("ingest/llm.py", """
+        def cost_ledger(vault):
+            return CostLedger(vault.state / "llm.db")
+        class LLMClient:
+            def __init__(self, vault):
+                self.costs = cost_ledger(vault)  # its own: not the process's
+    """)
+    assert part_problems((in_owner,)) == ["ingest/llm.py:6: LLMClient.__init__: cost_ledger(...)"]
     writes = _module("upkeep/bad.py", """
         import os
         def f(vault, text):

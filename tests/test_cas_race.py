@@ -21,7 +21,6 @@ from wikiwright.core import fsutil
 from wikiwright.core.config import load_config
 from wikiwright.core.obsidian import write_ignore_filters
 from wikiwright.core.vault import Vault
-from wikiwright.door import Door
 from wikiwright.door.init import init_vault
 from wikiwright.intake.rawgit import SECTION_START
 from wikiwright.memory.dailylog import append_session
@@ -29,6 +28,7 @@ from wikiwright.wiki import reviewfile
 from wikiwright.wiki.writer import PageChange
 
 from tests.conftest import Services
+from tests.helpers import opened_door
 
 SAVES = ("in-place", "rename")
 
@@ -142,7 +142,7 @@ def test_review_file_own_edit(vault: Vault, save: str) -> None:
     person = PersonAt("REVIEW.md", save, lambda text: text.replace("- [ ] race tick", "- [x] race tick")
                       + "person line, saved in the race\n")
     first = reviewfile.proposal("held-back", "race tick", facts={"n": 1})
-    with Door.open(load_config(vault.root), vault) as door:
+    with opened_door(load_config(vault.root), vault) as door:
         with door.operation("lint", "a first proposal") as op:
             op.propose("held-back", [first])
         with fsutil.race_hook(person), door.operation("lint", "a second proposal") as op:
@@ -249,6 +249,7 @@ def test_mode_is_atomic_exchange_here(folder: Path) -> None:
 
 def test_status_and_doctor_say_which_mode_the_vault_runs_in(vault: Vault, monkeypatch: pytest.MonkeyPatch) -> None:
     from wikiwright.core.config import load_config
+    from wikiwright.runtime.context import VaultContext
     from wikiwright.runtime.status import gather
     from wikiwright.upkeep.doctor import run_doctor
 
@@ -257,7 +258,8 @@ def test_status_and_doctor_say_which_mode_the_vault_runs_in(vault: Vault, monkey
     shown = cli("status", "--vault", str(vault.root))
     assert "Writes:  compare-and-swap by atomic exchange" in shown.stdout, shown.stdout + shown.stderr
     assert "[ok  ] writes: compare-and-swap by atomic exchange" in cli("doctor", "--vault", str(vault.root)).stdout
-    report = run_doctor(load_config(vault.root), vault, repair=False)
+    with VaultContext(load_config(vault.root), vault, write=False) as ctx:
+        report = run_doctor(ctx.config, ctx.vault, ctx.ledger, ctx.repo, repair=False)
     assert next(c for c in report.checks if c.name == "writes").summary == "compare-and-swap by atomic exchange"
     # Where there is no exchange (a libc without renameat2; a filesystem refusing it is
     # remembered the same way), writes still compare-and-swap, by the fallback, and say so.

@@ -8,11 +8,10 @@ import re
 from wikiwright.core.config import Config
 from wikiwright.core.vault import Vault
 from wikiwright.upkeep.lint import run_lint
-from wikiwright.upkeep.review import ReviewQueue
 from wikiwright.wiki.catalog import Catalog
 from wikiwright.wiki.pages import parse_claims, parse_page
 
-from tests.helpers import cli, git, rebuild_index
+from tests.helpers import cli, git, rebuild_index, review_queue
 from tests.lint_fixture import page
 
 KEY = "payload.max-size"
@@ -50,7 +49,7 @@ def _lint_review(vault: Vault) -> dict[str, object]:
 
 def _propose(vault: Vault, config: Config) -> None:
     """lint → REVIEW.md in this process (the CLI path is the first test's)."""
-    queue = ReviewQueue(config, vault)
+    queue = review_queue(config, vault)
     try:
         queue.run_lint_and_sync()
     finally:
@@ -58,7 +57,11 @@ def _propose(vault: Vault, config: Config) -> None:
 
 
 def _clean(vault: Vault, config: Config) -> bool:
-    return not [f for f in run_lint(vault, config.lint).findings if f.kind == "claim-conflict"]
+    catalog = Catalog(vault)
+    try:
+        return not [f for f in run_lint(vault, config.lint, catalog).findings if f.kind == "claim-conflict"]
+    finally:
+        catalog.close()
 
 
 def _tick_option(vault: Vault, option: str) -> None:
@@ -95,7 +98,7 @@ def test_the_older_value_stands_when_the_person_says_so(vault: Vault, config: Co
     _wiki(vault, incident_pages=1, blog_pages=1)
     _propose(vault, config)
     _tick_option(vault, "v1")  # 8 MB, the incident's (older) value
-    queue = ReviewQueue(config, vault)
+    queue = review_queue(config, vault)
     try:
         [outcome] = queue.process()
     finally:
@@ -113,7 +116,7 @@ def test_both_values_stand_scoped_to_their_sources(vault: Vault, config: Config)
     _wiki(vault, incident_pages=1, blog_pages=1)
     _propose(vault, config)
     _tick_option(vault, "both")
-    queue = ReviewQueue(config, vault)
+    queue = review_queue(config, vault)
     try:
         [outcome] = queue.process()
     finally:
@@ -131,7 +134,7 @@ def test_ticking_the_question_alone_changes_no_page(vault: Vault, config: Config
     before = {p.name: p.read_text() for p in vault.wiki.glob("service-*.md")}
     text = vault.review_file.read_text()
     vault.review_file.write_text(re.sub(r"^- \[ \](.*\^claim-conflict-[0-9a-f]{10})$", r"- [x]\1", text, flags=re.M))
-    queue = ReviewQueue(config, vault)
+    queue = review_queue(config, vault)
     try:
         [outcome] = queue.process()
     finally:

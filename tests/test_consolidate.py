@@ -6,6 +6,7 @@ import dataclasses
 import json
 import logging
 import os
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import pytest
 from wikiwright.core.config import Config
 from wikiwright.core.errors import ConsolidationBusy
 from wikiwright.core.vault import Vault
+from wikiwright.door import Door
 from wikiwright.intake.ledger import Ledger
 from wikiwright.intake.watch import Registrar
 from wikiwright.memory.consolidate import (
@@ -22,11 +24,12 @@ from wikiwright.memory.consolidate import (
     load_cursor,
 )
 from wikiwright.memory.dailylog import append_session
+from wikiwright.runtime.context import VaultContext
 from wikiwright.upkeep.lint import run_lint
 from wikiwright.wiki.catalog import PageEntry
 from wikiwright.wiki.index import MAX_INDEX_BYTES, MAX_INDEX_LINES, render_index_block
 
-from tests.helpers import cli, git
+from tests.helpers import cli, git, review_queue
 from tests.logweek import generate_week, surviving
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC).timestamp()
@@ -53,14 +56,22 @@ def _set_lock(vault: Vault, data: LockData) -> None:
 
 
 @pytest.fixture
-def ledger(vault: Vault) -> Ledger:
-    led = Ledger(vault.db_path)
-    yield led  # type: ignore[misc]
-    led.close()
+def ctx(config: Config, vault: Vault) -> Iterator[VaultContext]:
+    with VaultContext(config, vault) as opened:
+        yield opened
 
 
-def _consolidator(config: Config, vault: Vault, ledger: Ledger, clock: Clock, **kw: object) -> Consolidator:
-    return Consolidator(config, vault, ledger, clock=clock, owner="test-host:1 (test)", **kw)  # type: ignore[arg-type]
+@pytest.fixture
+def ledger(ctx: VaultContext) -> Ledger:
+    return ctx.ledger
+
+
+def _consolidator(config: Config, ctx: VaultContext, clock: Clock, **kw: object) -> Consolidator:
+    """A consolidator on the context's parts, through a door on them that has not recovered
+    yet (the run recovers, and says what it did, as the first operation of a process does)."""
+    door = Door(config, ctx.vault, ctx.ledger, ctx.catalog, ctx.repo)
+    return Consolidator(config, ctx.vault, ctx.ledger, ctx.repo, door=door, clock=clock,  # type: ignore[arg-type]
+                        owner="test-host:1 (test)", **kw)
 
 
 TIME_CASES = {"never": None, "23h": NOW - 23 * HOUR, "25h": NOW - 25 * HOUR}
@@ -74,14 +85,14 @@ LOCK_CASES = {
 @pytest.mark.parametrize("time_case", TIME_CASES)
 @pytest.mark.parametrize("sessions", [4, 5])
 @pytest.mark.parametrize("lock_case", LOCK_CASES)
-def test_every_gate_combination(config: Config, vault: Vault, ledger: Ledger, time_case: str, sessions: int,
+def test_every_gate_combination(config: Config, vault: Vault, ctx: VaultContext, time_case: str, sessions: int,
                                 lock_case: str) -> None:
     last = TIME_CASES[time_case]
     holder, locked_at = LOCK_CASES[lock_case]
     _set_lock(vault, LockData(int(last * 1000) if last else None, holder,
                               int(locked_at * 1000) if locked_at else None))
     _sessions(vault, sessions)
-    consolidator = _consolidator(config, vault, ledger, Clock())
+    consolidator = _consolidator(config, ctx, Clock())
     status = consolidator.gate()
     expected_time = time_case != "23h"
     expected_lock = lock_case != "held-10min"
@@ -102,10 +113,10 @@ def test_every_gate_combination(config: Config, vault: Vault, ledger: Ledger, ti
                                 int(locked_at * 1000) if locked_at else None)
 
 
-def test_force_skips_time_and_sessions_but_not_the_lock(config: Config, vault: Vault, ledger: Ledger) -> None:
+def test_force_skips_time_and_sessions_but_not_the_lock(config: Config, vault: Vault, ctx: VaultContext) -> None:
     _set_lock(vault, LockData(int((NOW - HOUR) * 1000), None, None))
     _sessions(vault, 1)
-    consolidator = _consolidator(config, vault, ledger, Clock())
+    consolidator = _consolidator(config, ctx, Clock())
     assert consolidator.run().state == "gate-closed"
     assert consolidator.run(force=True).state == "consolidated"
     _set_lock(vault, LockData(int(NOW * 1000), "someone:1 (x)", int((NOW - 60) * 1000)))
@@ -115,12 +126,12 @@ def test_force_skips_time_and_sessions_but_not_the_lock(config: Config, vault: V
         consolidator.lock.acquire("me")
 
 
-def test_stale_lock_is_taken_over_with_a_log_line(config: Config, vault: Vault, ledger: Ledger,
+def test_stale_lock_is_taken_over_with_a_log_line(config: Config, vault: Vault, ctx: VaultContext,
                                                   caplog: pytest.LogCaptureFixture) -> None:
     _set_lock(vault, LockData(None, "laptop:4242 (daemon)", int((NOW - 45 * 60) * 1000)))
     _sessions(vault, 5)
     with caplog.at_level(logging.WARNING, logger="wikiwright.memory.consolidate"):
-        result = _consolidator(config, vault, ledger, Clock()).run()
+        result = _consolidator(config, ctx, Clock()).run()
     assert result.state == "consolidated"
     assert any("taking over a stale consolidation lock held by laptop:4242" in r.message for r in caplog.records)
     assert ConsolidationLock(vault, 30, Clock()).read() == LockData(int(NOW * 1000), None, None)
@@ -135,7 +146,8 @@ def _commits(vault: Vault) -> list[str]:
 
 
 @pytest.mark.parametrize("step", ["after-pages", "after-index", "before-commit"])
-def test_failure_mid_run_leaves_the_wiki_as_it_was(config: Config, vault: Vault, ledger: Ledger, step: str) -> None:
+def test_failure_mid_run_leaves_the_wiki_as_it_was(config: Config, vault: Vault, ledger: Ledger, ctx: VaultContext,
+                                                   step: str) -> None:
     _sessions(vault, 6)
     commits = _commits(vault)
 
@@ -144,7 +156,7 @@ def test_failure_mid_run_leaves_the_wiki_as_it_was(config: Config, vault: Vault,
             raise RuntimeError(f"injected failure at {at}")
 
     with pytest.raises(RuntimeError, match="injected"):
-        _consolidator(config, vault, ledger, Clock(), fault=fail).run()
+        _consolidator(config, ctx, Clock(), fault=fail).run()
     assert _wiki_clean(vault)
     assert not (vault.wiki / "decisions.md").exists()
     assert _commits(vault) == commits
@@ -153,12 +165,12 @@ def test_failure_mid_run_leaves_the_wiki_as_it_was(config: Config, vault: Vault,
     assert lock == LockData(None, None, None)  # freed; the time gate stays open
     assert not (vault.state / "consolidation-journal.json").exists()
     # The next run starts clean.
-    result = _consolidator(config, vault, ledger, Clock()).run()
+    result = _consolidator(config, ctx, Clock()).run()
     assert result.state == "consolidated" and _wiki_clean(vault)
     assert "Rule number 5" in (vault.wiki / "decisions.md").read_text()
 
 
-def test_killed_mid_run_is_taken_over_at_once_and_recovers(config: Config, vault: Vault, ledger: Ledger) -> None:
+def test_killed_mid_run_is_taken_over_at_once_and_recovers(config: Config, vault: Vault, ctx: VaultContext) -> None:
     _sessions(vault, 6)
     commits = _commits(vault)
     env = {**os.environ, "WIKIWRIGHT_CRASH_AT": "consolidate-before-commit"}
@@ -171,7 +183,7 @@ def test_killed_mid_run_is_taken_over_at_once_and_recovers(config: Config, vault
     # Its holder is gone (pid and boot id recorded): the next run takes over at once, not after
     # 30 minutes, rolls back and runs clean.
     assert lock.holder.get("pid") and lock.holder.get("pid") != os.getpid()
-    result = _consolidator(config, vault, ledger, Clock(held_at + 60)).run()
+    result = _consolidator(config, ctx, Clock(held_at + 60)).run()
     assert result.state == "consolidated", result.detail
     assert "put back as it was" in result.recovered
     assert _wiki_clean(vault)
@@ -180,7 +192,7 @@ def test_killed_mid_run_is_taken_over_at_once_and_recovers(config: Config, vault
     assert text.count("Rule number 3") == 1
 
 
-def test_killed_after_commit_rolls_forward(config: Config, vault: Vault, ledger: Ledger) -> None:
+def test_killed_after_commit_rolls_forward(config: Config, vault: Vault, ctx: VaultContext) -> None:
     _sessions(vault, 6)
     env = {**os.environ, "WIKIWRIGHT_CRASH_AT": "after-commit"}
     crashed = cli("consolidate", "--vault", str(vault.root), env=env)
@@ -188,7 +200,7 @@ def test_killed_after_commit_rolls_forward(config: Config, vault: Vault, ledger:
     assert _commits(vault)[0].startswith("consolidate:")
     held_at = (ConsolidationLock(vault, 30).read().locked_at or 0) / 1000
     _sessions(vault, 5, datetime(2026, 11, 30, 15, 0, tzinfo=UTC))
-    result = _consolidator(config, vault, ledger, Clock(held_at + 31 * 60)).run(force=True)
+    result = _consolidator(config, ctx, Clock(held_at + 31 * 60)).run(force=True)
     assert "finished it" in result.recovered
     assert result.state == "consolidated"
     # Only the sessions logged after the killed run were read again.
@@ -232,14 +244,32 @@ def test_check_cli_prints_gates_and_exit_code(vault: Vault) -> None:
     assert again.returncode == 1 and "h since the last" in again.stdout
 
 
-def test_a_week_of_logs_consolidates_with_every_planted_fact(config: Config, vault: Vault, ledger: Ledger) -> None:
+def test_check_and_dry_run_on_a_vault_without_a_state_database_write_none(vault: Vault) -> None:
+    """A clone that never ran a daemon has no state.db: `--check`, `--dry-run` and `doctor
+    --no-repair` read an empty one and leave none behind (old code: the check's scratch ledger
+    had no tables and failed; doctor made the file)."""
+    vault.db_path.unlink()
+    for suffix in ("-wal", "-shm"):
+        vault.db_path.with_name(vault.db_path.name + suffix).unlink(missing_ok=True)
+    _sessions(vault, 5)
+    check = cli("consolidate", "--vault", str(vault.root), "--check")
+    assert check.returncode == 0 and "would run" in check.stdout, check.stdout + check.stderr
+    dry = cli("consolidate", "--vault", str(vault.root), "--dry-run")
+    assert dry.returncode == 0 and "Rule number 4" in dry.stdout, dry.stdout + dry.stderr
+    doctor = cli("doctor", "--vault", str(vault.root), "--no-repair")
+    assert "accounting" in doctor.stdout, doctor.stdout + doctor.stderr
+    assert not vault.db_path.exists()
+
+
+def test_a_week_of_logs_consolidates_with_every_planted_fact(config: Config, vault: Vault, ledger: Ledger,
+                                                              ctx: VaultContext) -> None:
     written = generate_week(vault.logs)
     assert written >= 100_000
     registrar = Registrar(vault, ledger, config.ingest.max_source_bytes, __import__("threading").Event())
     for path in sorted(vault.logs.glob("*.md")):
         registrar.register(path)
     assert len(ledger.files("pending", kind="log")) == 7
-    result = _consolidator(config, vault, ledger, Clock()).run()
+    result = _consolidator(config, ctx, Clock()).run()
     assert result.state == "consolidated" and result.plan is not None
     plan = result.plan
     assert plan.ratio >= 5, plan.ratio
@@ -260,15 +290,15 @@ def test_a_week_of_logs_consolidates_with_every_planted_fact(config: Config, vau
     assert "[[decisions]]" in (vault.wiki / "index.md").read_text()
     assert "## [" in (vault.wiki / "log.md").read_text() and "consolidate |" in (vault.wiki / "log.md").read_text()
     # What consolidation writes (claims citing [[logs/DATE]], topic pages) passes lint.
-    report = run_lint(vault, config.lint)
+    report = run_lint(vault, config.lint, ctx.catalog)
     assert [f.kind for f in report.findings] == [], [f.description for f in report.findings]
 
 
 def test_second_run_merges_keeps_person_lines_and_reads_only_new_bytes(config: Config, vault: Vault,
-                                                                      ledger: Ledger) -> None:
+                                                                      ctx: VaultContext) -> None:
     _sessions(vault, 5)
     clock = Clock()
-    consolidator = _consolidator(config, vault, ledger, clock)
+    consolidator = _consolidator(config, ctx, clock)
     assert consolidator.run().state == "consolidated"
     page = vault.wiki / "decisions.md"
     page.write_text(page.read_text().replace("## Entries\n", "## Entries\n- A line a person wrote by hand\n"))
@@ -292,19 +322,18 @@ def test_second_run_merges_keeps_person_lines_and_reads_only_new_bytes(config: C
     assert _wiki_clean(vault)
 
 
-def test_review_mode_proposes_instead_of_writing(config: Config, vault: Vault, ledger: Ledger) -> None:
+def test_review_mode_proposes_instead_of_writing(config: Config, vault: Vault, ctx: VaultContext) -> None:
     reviewed = config.replace(consolidation=dataclasses.replace(config.consolidation, review=True))
     _sessions(vault, 5)
-    result = _consolidator(reviewed, vault, ledger, Clock()).run()
+    result = _consolidator(reviewed, ctx, Clock()).run()
     assert result.state == "proposed"
     assert not (vault.wiki / "decisions.md").exists()
     review = vault.review_file.read_text()
     assert "[[decisions]]" in review and "- [ ] " in review
     assert ConsolidationLock(vault, 30, Clock()).read().last_consolidated_at == int(NOW * 1000)
-    from wikiwright.upkeep.review import ReviewQueue
 
     vault.review_file.write_text(review.replace("- [ ] Consolidation", "- [x] Consolidation"))
-    queue = ReviewQueue(reviewed, vault)
+    queue = review_queue(reviewed, vault)
     try:
         outcomes = queue.process()
     finally:

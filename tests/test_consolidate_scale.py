@@ -16,27 +16,25 @@ from pathlib import Path
 from wikiwright.core.config import Config
 from wikiwright.core.locks import boot_id, holder_gone, holder_identity
 from wikiwright.core.vault import Vault
-from wikiwright.intake.ledger import Ledger
 from wikiwright.memory.consolidate import ConsolidationLock, Consolidator
 from wikiwright.memory.dailylog import parse_log
 from wikiwright.memory.gate import count_sessions
 from wikiwright.memory.topics import SimilarIndex, similar
+from wikiwright.runtime.context import VaultContext
 
+from tests.helpers import consolidator_on
 from tests.logweek import FACTS, filler_for_lines, generate_week, surviving
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC).timestamp()
 
 
 def _run(config: Config, vault: Vault) -> Consolidator:
-    ledger = Ledger(vault.db_path)
-    try:
-        consolidator = Consolidator(config, vault, ledger, clock=lambda: NOW)
+    with VaultContext(config, vault) as ctx:
+        consolidator = consolidator_on(ctx, clock=lambda: NOW)
         result = consolidator.run(force=True)
         assert result.state == "consolidated", result.detail
         consolidator.result = result  # type: ignore[attr-defined]
         return consolidator
-    finally:
-        ledger.close()
 
 
 def test_logs_that_repeat_themselves_shrink_5_to_1_and_keep_every_fact(config: Config, vault: Vault) -> None:

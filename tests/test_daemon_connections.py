@@ -229,3 +229,54 @@ def test_the_context_s_one_state_connection_takes_every_table_group_in_one_nesta
         assert ctx.ledger.get_kv("outer") == "kept" and ctx.ledger.get_kv("inner") == ""
         assert ctx.reviews.get(item.id) is not None
         assert _open_databases("self", vault.state)["state.db"] == 1
+
+
+def _count_during(monkeypatch: pytest.MonkeyPatch, owner: type, name: str, state: Path,
+                  seen: list[Counter[str]]) -> None:
+    """Count the open databases each time ``owner.name`` runs (then run it): a doctor check or
+    the revert's recomputation, while whatever the run opened for itself is still open."""
+    original = getattr(owner, name)
+
+    def counted(self: object, *args: object, **kwargs: object) -> object:
+        seen.append(_open_databases("self", state))
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(owner, name, counted)
+
+
+def test_a_doctor_command_holds_one_connection_to_state_db(
+        vault: Vault, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """`wikiwright doctor` (its handler run in this process, as a command runs it) checks on its
+    context's ledger, doctor's own tables on that connection (old code: a ledger and a doctor
+    state of its own, two connections to state.db, its context's parts unused)."""
+    from wikiwright.cli.main import main
+    from wikiwright.upkeep.doctor import Doctor
+
+    seen: list[Counter[str]] = []
+    _count_during(monkeypatch, Doctor, "_person_lines", vault.state, seen)
+    for argv in (["doctor"], ["doctor", "--no-repair", "--full"]):
+        assert main([*argv, "--vault", str(vault.root)]) == 0, capsys.readouterr()
+        assert "all invariants hold" in capsys.readouterr().out
+    assert [counts["state.db"] for counts in seen] == [1, 1], seen
+    assert sum(_open_databases("self", vault.state).values()) == 0  # the command's context closed them
+
+
+def test_a_revert_in_a_process_that_ingests_uses_its_term_index(services: object) -> None:
+    """Revert recomputes the offline engine's pages on the process's term index, the one its
+    planner records into (old code: a second connection to terms.db for the revert)."""
+    from wikiwright.history.regenerate import Regenerator
+    from wikiwright.history.revert import revert_ingest
+
+    ctx = services.ctx  # type: ignore[attr-defined]
+    for name, text in (("tides.md", "# Tides\n\nThe Harbour Office prints tide tables every week.\n"),
+                       ("ferries.md", "# Ferries\n\nThe Harbour Office posts ferry times beside the tide tables.\n")):
+        services.drop(name, text)  # type: ignore[attr-defined]
+    assert [r.state for r in services.drain()] == ["ingested", "ingested"]  # type: ignore[attr-defined]
+    assert ctx.opened("terms")
+    seen: list[Counter[str]] = []
+    with pytest.MonkeyPatch.context() as patch:
+        _count_during(patch, Regenerator, "run", ctx.vault.state, seen)
+        result = revert_ingest(ctx.door, ctx.terms, "raw/ferries.md")
+    assert result.commit and len(seen) == 1
+    assert {name: seen[0][name] for name in ("state.db", "catalog.db", "terms.db")} == \
+        {"state.db": 1, "catalog.db": 1, "terms.db": 1}, seen

@@ -220,7 +220,7 @@ def test_what_counts_toward_the_gate_and_how_status_shows_waiting_logs(services:
         append_session(vault.logs, f"note {n}", counted=False)
 
     def gate_sessions() -> int:
-        return Consolidator(services.config, vault, services.ledger).gate().sessions
+        return Consolidator(services.config, vault, services.ledger, services.repo).gate().sessions
 
     assert gate_sessions() == 0
     result = cli("log", "--session", "--label", "pairing", "worked on the export with Sam", env=env)

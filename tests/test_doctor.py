@@ -30,7 +30,7 @@ def test_a_healthy_vault_passes_every_check(services: Services) -> None:
         services.drop(f"n{n}.md", note(n))
     services.drop(".hidden.md", "skipped by rule")
     services.drain()
-    report = run_doctor(services.config, services.vault, repair=False)
+    report = run_doctor(services.config, services.vault, services.ledger, services.repo, repair=False)
     assert report.ok, format_report(report)
     assert report.lost == 0 and report.unseen == 0
     assert [c.name for c in report.checks] == [
@@ -44,19 +44,19 @@ def test_a_healthy_vault_passes_every_check(services: Services) -> None:
 def test_a_file_nobody_recorded_is_lost_while_the_daemon_runs_and_is_queued(services: Services) -> None:
     (services.vault.raw / "missed.md").write_text(note(1))
     # With no daemon running the file simply waits for the next start: not yet seen, not lost.
-    idle = run_doctor(services.config, services.vault, repair=False)
+    idle = run_doctor(services.config, services.vault, services.ledger, services.repo, repair=False)
     assert idle.ok and idle.unseen == 1 and idle.lost == 0
     holder = VaultLock(services.vault, "run")
     holder.acquire()
     try:
-        report = Doctor(services.config, services.vault, grace_seconds=0).run()
+        report = Doctor(services.config, services.vault, services.ledger, services.repo, grace_seconds=0).run()
     finally:
         holder.release()
     accounting = _check(report, "accounting")
     assert not report.ok and report.lost == 1
     assert accounting.repaired == ["recorded raw/missed.md as pending"]
     assert services.ledger.get_file("raw/missed.md").state == "pending"  # type: ignore[union-attr]
-    assert run_doctor(services.config, services.vault, repair=False).ok
+    assert run_doctor(services.config, services.vault, services.ledger, services.repo, repair=False).ok
 
 
 def test_an_ingest_whose_commit_left_the_history_is_requeued_and_reingested(services: Services) -> None:
@@ -69,13 +69,13 @@ def test_an_ingest_whose_commit_left_the_history_is_requeued_and_reingested(serv
     git(services.vault.root, "gc", "-q", "--prune=now")
     # The source was in that commit, so the reset removed it too; the person still has it.
     (services.vault.raw / "b.md").write_text(note(2))
-    report = run_doctor(services.config, services.vault)
+    report = run_doctor(services.config, services.vault, services.ledger, services.repo)
     commits = _check(report, "commits")
     assert not commits.ok and report.lost == 1
     assert lost_commit[:10] in commits.details[0]
     assert commits.repaired == ["re-queued raw/b.md"]
     assert [r.state for r in services.drain()] == ["ingested"]
-    assert run_doctor(services.config, services.vault, repair=False).ok
+    assert run_doctor(services.config, services.vault, services.ledger, services.repo, repair=False).ok
 
 
 def test_leftover_temp_files_are_reported_and_removed_but_never_in_raw(services: Services) -> None:
@@ -85,13 +85,13 @@ def test_leftover_temp_files_are_reported_and_removed_but_never_in_raw(services:
     msg.write_text("ingest: x")
     in_raw = services.vault.raw / f"user{TEMP_MARKER}file.md"  # a person's file: never touched
     in_raw.write_text("mine")
-    report = run_doctor(services.config, services.vault)
+    report = run_doctor(services.config, services.vault, services.ledger, services.repo)
     temp = _check(report, "temp files")
     assert not temp.ok
     assert sorted(temp.repaired) == sorted([f"removed wiki/.page.md{TEMP_MARKER}abc123",
                                             "removed .wikiwright/commit-msg-999-1"])
     assert not debris.exists() and not msg.exists() and in_raw.exists()
-    assert run_doctor(services.config, services.vault, repair=False).ok
+    assert run_doctor(services.config, services.vault, services.ledger, services.repo, repair=False).ok
 
 
 def test_a_young_temp_file_is_left_alone_while_the_daemon_runs(services: Services) -> None:
@@ -100,7 +100,7 @@ def test_a_young_temp_file_is_left_alone_while_the_daemon_runs(services: Service
     holder = VaultLock(services.vault, "run")
     holder.acquire()
     try:
-        report = run_doctor(services.config, services.vault)
+        report = run_doctor(services.config, services.vault, services.ledger, services.repo)
     finally:
         holder.release()
     assert _check(report, "temp files").ok and young.exists()
@@ -111,7 +111,7 @@ def test_a_stale_git_lock_is_reported_not_removed(services: Services) -> None:
     lock.write_text("")
     old = time.time() - 3600
     os.utime(lock, (old, old))
-    report = run_doctor(services.config, services.vault)
+    report = run_doctor(services.config, services.vault, services.ledger, services.repo)
     locks = _check(report, "locks")
     assert not locks.ok and "index.lock" in locks.details[0] and lock.exists()
     lock.unlink()
@@ -120,7 +120,7 @@ def test_a_stale_git_lock_is_reported_not_removed(services: Services) -> None:
 def test_a_page_with_broken_front_matter_fails_the_pages_check(services: Services) -> None:
     (services.vault.wiki / "broken.md").write_text("---\ntitle: [unclosed\n---\nbody\n")
     (services.vault.wiki / "empty.md").write_text("")
-    report = run_doctor(services.config, services.vault)
+    report = run_doctor(services.config, services.vault, services.ledger, services.repo)
     pages = _check(report, "pages")
     assert not pages.ok
     assert any(d.startswith("wiki/broken.md: front matter is not valid YAML") for d in pages.details)
@@ -134,11 +134,11 @@ def test_a_daemon_commit_that_drops_a_persons_line_is_caught(services: Services)
     page = services.vault.wiki / "sources" / "src-a.md"
     page.write_text(page.read_text() + "\nU-7f3a my own remark, keep it\n")
     git(root, "commit", "-q", "-m", "my remark", "--", "wiki/sources/src-a.md")  # as the person
-    assert run_doctor(services.config, services.vault, repair=False).ok
+    assert run_doctor(services.config, services.vault, services.ledger, services.repo, repair=False).ok
     # A daemon commit that rewrites the page without the person's line (the bug I3 guards against).
     page.write_text(page.read_text().replace("U-7f3a my own remark, keep it\n", "") + "- a daemon line\n")
     services.repo.commit_paths(["wiki/sources/src-a.md"], "ingest: rewrite", {"Wikiwright-Operation": "ingest"})
-    report = run_doctor(services.config, services.vault, repair=False)
+    report = run_doctor(services.config, services.vault, services.ledger, services.repo, repair=False)
     lines = _check(report, "person lines")
     assert not report.ok and report.person_lines_removed == 1
     assert "removed from wiki/sources/src-a.md: 'U-7f3a my own remark, keep it'" in lines.details[0]
@@ -156,7 +156,7 @@ def test_daemon_removing_its_own_lines_and_a_person_removing_theirs_is_fine(serv
     text = page.read_text()
     page.write_text(text.replace("## Summary", "## Summary (daemon rewrote its own heading)"))
     services.repo.commit_paths(["wiki/sources/src-a.md"], "ingest: own lines", {"Wikiwright-Operation": "ingest"})
-    assert run_doctor(services.config, services.vault, repair=False).ok
+    assert run_doctor(services.config, services.vault, services.ledger, services.repo, repair=False).ok
 
 
 def test_doctor_cli_json_and_exit_codes(services: Services) -> None:
@@ -177,9 +177,9 @@ def test_a_source_removed_after_its_ingest_is_reported(services: Services) -> No
     services.drop("kept.md", note(1))
     services.drop("gone.md", note(2))
     services.drain()
-    assert run_doctor(services.config, services.vault, repair=False).ok
+    assert run_doctor(services.config, services.vault, services.ledger, services.repo, repair=False).ok
     (services.vault.raw / "gone.md").unlink()
-    report = run_doctor(services.config, services.vault, repair=False)
+    report = run_doctor(services.config, services.vault, services.ledger, services.repo, repair=False)
     check = _check(report, "sources in raw/")
     assert not report.ok and not check.ok
     assert len(check.details) == 1 and check.details[0].startswith("raw/gone.md was removed after its ingest")

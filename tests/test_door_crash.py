@@ -86,27 +86,23 @@ def _drain(root: Path) -> None:
 
 
 def _review(root: Path) -> None:
-    queue = ReviewQueue(load_config(root), Vault(root))
-    try:
-        queue.process()
-    finally:
-        queue.close()
+    with _context(root) as ctx:
+        queue = ReviewQueue(ctx.config, ctx.vault, ctx.door, ctx.llm_client)
+        try:
+            queue.process()
+        finally:
+            queue.close()
 
 
 def _consolidate(root: Path) -> None:
-    vault = Vault(root)
-    with _door(root) as door:
-        consolidator = Consolidator(load_config(root), vault, door.ledger, door.catalog, door.repo)
-        try:
-            consolidator.run(force=True)
-        finally:
-            consolidator.close()
+    with _context(root) as ctx:
+        Consolidator(ctx.config, ctx.vault, ctx.ledger, ctx.repo, door=ctx.door).run(force=True)
 
 
 def _revert(root: Path) -> None:
-    with _door(root) as door:
-        if not door.repo.log("-F", "--grep=Wikiwright-Operation: revert", limit=1):
-            revert_ingest(door, "raw/src.md")
+    with _context(root) as ctx:
+        if not ctx.door.repo.log("-F", "--grep=Wikiwright-Operation: revert", limit=1):
+            revert_ingest(ctx.door, ctx.terms, "raw/src.md")
 
 
 def _retract(root: Path) -> None:
@@ -130,7 +126,7 @@ def _init(root: Path) -> None:
 def _sync(root: Path) -> None:
     """One sync round: a merge of the other machine's ingest with this machine's, then the push."""
     with _door(root) as door:
-        report = Syncer(door.config, door.vault, door.ledger, door.catalog, door.repo).round()
+        report = Syncer(door.config, door.vault, door.ledger, door.catalog, door.repo, door=door).round()
         assert report.state in ("pushed", "up-to-date", "integrated"), report
 
 
@@ -177,11 +173,12 @@ def _logs(root: Path) -> None:
 
 
 def _lint(root: Path) -> None:
-    queue = ReviewQueue(load_config(root), Vault(root))
-    try:
-        queue.run_lint_and_sync()
-    finally:
-        queue.close()
+    with _context(root) as ctx:
+        queue = ReviewQueue(ctx.config, ctx.vault, ctx.door, ctx.llm_client)
+        try:
+            queue.run_lint_and_sync()
+        finally:
+            queue.close()
 
 
 # A source over this bound waits for a person in REVIEW.md: the model planner refuses it on its
@@ -198,9 +195,10 @@ def _drain_with_model(root: Path) -> None:
     from wikiwright.ingest.llm_planner import ModelPlanner
 
     os.environ["WIKIWRIGHT_CRASH_TEST_KEY"] = "unused"
-    with _door(root) as door:
+    with _context(root) as ctx:
+        door = ctx.door
         door.ledger.reset_running()
-        planner = ModelPlanner(door.config, door.vault, door.ledger, door.catalog)
+        planner = ModelPlanner(door.config, door.vault, door.ledger, door.catalog, client=ctx.llm_client())
         pipeline = Pipeline(door, planner=planner)
         while pipeline.drain_once() is not None:
             pass
@@ -353,7 +351,8 @@ def _audit(root: Path, kind: str, allowed_person_lines: set[str], already: int =
     assert len([s for s in ours if s.startswith(f"{kind}:")]) == already + 1, ours
     stray = {line for line in _person_lines(root) - allowed_person_lines if line}
     assert not stray, f"lines committed under the person's name that they did not write: {sorted(stray)[:5]}"
-    report = run_doctor(load_config(root), Vault(root), repair=False)
+    with _context(root) as ctx:
+        report = run_doctor(ctx.config, ctx.vault, ctx.ledger, ctx.repo, repair=False)
     assert report.ok, [c for c in report.checks if not c.ok]
     assert not (root / ".wikiwright" / "journal.json").exists()
     _audit_terms(root, kind)

@@ -100,8 +100,8 @@ def test_hundreds_of_person_edits_against_the_door(services: Services, config: C
     page = next((vault.wiki / "sources").glob("*.md"))
     files = [vault.wiki / "index.md", page, vault.wiki / "overview.md", vault.review_file]
     person = Person(files, 4 * EDITS)
-    queue = ReviewQueue(config, vault)
-    consolidator = Consolidator(config, vault, door.ledger, door.catalog, door.repo)
+    queue = ReviewQueue(config, vault, door)
+    consolidator = Consolidator(config, vault, door.ledger, door.repo, door=door)
     operations = 0
     person.start()
     try:
@@ -124,7 +124,6 @@ def test_hundreds_of_person_edits_against_the_door(services: Services, config: C
         person.stop.set()
         person.join(timeout=60)
         queue.close()
-        consolidator.close()
     assert person.error is None, person.error
     assert len(person.wrote) >= EDITS and operations >= 6
     # One more of each after the last edit: every file is settled by a door operation.

@@ -60,7 +60,7 @@ def test_history_lists_operations_newest_first_with_filters(services: Services) 
 def test_revert_the_third_ingest_restores_the_struck_claim_and_keeps_ingests_4_and_5(services: Services) -> None:
     commits = build_story(services)
     root = services.vault.root
-    result = revert_ingest(_session(services), commits[2], today=date(2026, 5, 1))
+    result = revert_ingest(_session(services), services.ctx.terms, commits[2], today=date(2026, 5, 1))
     assert result.commit and result.warnings == []
     assert _current(services, "billing-api.rate-limit") == {HUNDRED, TWO_HUNDRED}
     assert FIFTY not in {value for _, value, _, _ in _claims(services)}  # the ingest's own claim is gone
@@ -85,7 +85,7 @@ def test_revert_the_third_ingest_restores_the_struck_claim_and_keeps_ingests_4_a
     # history shows the revert first, on the source too.
     assert [op.kind for op in operations(services.repo, source="raw/inc-482.md")] == ["revert", "ingest"]
     with pytest.raises(Exception, match="already reverted"):
-        revert_ingest(_session(services), "raw/inc-482.md")
+        revert_ingest(_session(services), services.ctx.terms, "raw/inc-482.md")
 
 
 def test_revert_stops_when_a_later_ingest_superseded_a_claim_it_added(services: Services) -> None:
@@ -96,7 +96,7 @@ def test_revert_stops_when_a_later_ingest_superseded_a_claim_it_added(services: 
     head = git(services.vault.root, "rev-parse", "HEAD")
     before = (services.vault.wiki / "billing-api.md").read_text()
     with pytest.raises(RevertBlocked) as caught:
-        revert_ingest(_session(services), "raw/inc-482.md")
+        revert_ingest(_session(services), services.ctx.terms, "raw/inc-482.md")
     message = str(caught.value)
     assert "depends on it" in message and "src-inc-500" in message and commits[4][:10] in message
     assert git(services.vault.root, "rev-parse", "HEAD") == head  # nothing committed
@@ -110,7 +110,7 @@ def test_revert_stops_when_a_person_rewrote_the_lines_it_wrote(services: Service
     page = services.vault.wiki / "billing-api.md"
     page.write_text(page.read_text().replace(f"{FIFTY} (as of", "fifty per second (as of"))
     with pytest.raises(RevertBlocked, match="removed or rewritten"):
-        revert_ingest(_session(services), commits[2])
+        revert_ingest(_session(services), services.ctx.terms, commits[2])
     assert "fifty per second" in page.read_text()
 
 

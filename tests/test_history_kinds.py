@@ -10,10 +10,9 @@ from wikiwright.core.config import Config
 from wikiwright.core.errors import WikiwrightError
 from wikiwright.core.vault import Vault
 from wikiwright.history.view import operations
-from wikiwright.upkeep.review import ReviewQueue
 from wikiwright.vcs.repo import GitRepo
 
-from tests.helpers import cli, git
+from tests.helpers import cli, git, review_queue
 from tests.lint_fixture import build_fixture
 
 
@@ -35,7 +34,7 @@ def test_every_kind_history_prints_can_be_selected(vault: Vault, config: Config)
     text = vault.review_file.read_text()
     orphan = next(line for line in text.splitlines() if "no links from other pages" in line)
     vault.review_file.write_text(text.replace(orphan, orphan.replace("- [ ]", "- [-]")))
-    queue = ReviewQueue(config, vault)
+    queue = review_queue(config, vault)
     try:
         assert [o.state for o in queue.process()] == ["rejected"]  # a `review-rejection` commit
     finally:

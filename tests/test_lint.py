@@ -5,14 +5,15 @@ import json
 from wikiwright.core.config import Config
 from wikiwright.core.vault import Vault
 from wikiwright.upkeep.lint import run_lint
+from wikiwright.wiki.catalog import Catalog
 
 from tests.helpers import cli
 from tests.lint_fixture import EXPECTED, build_fixture, line_of, page
 
 
-def test_fixture_wiki_gives_exactly_the_known_findings(vault: Vault, config: Config) -> None:
+def test_fixture_wiki_gives_exactly_the_known_findings(vault: Vault, config: Config, catalog: Catalog) -> None:
     build_fixture(vault)
-    report = run_lint(vault, config.lint)
+    report = run_lint(vault, config.lint, catalog)
     assert sorted((f.kind, f.page) for f in report.findings) == EXPECTED
     by_kind = {f.kind: f for f in report.findings}
 
@@ -40,14 +41,14 @@ def test_fixture_wiki_gives_exactly_the_known_findings(vault: Vault, config: Con
     assert by_kind["index-dangling"].line == line_of(vault.wiki / "index.md", "[[retired-page")
 
 
-def test_ids_do_not_depend_on_line_numbers(vault: Vault, config: Config) -> None:
+def test_ids_do_not_depend_on_line_numbers(vault: Vault, config: Config, catalog: Catalog) -> None:
     build_fixture(vault)
-    before = {f.id for f in run_lint(vault, config.lint).findings}
+    before = {f.id for f in run_lint(vault, config.lint, catalog).findings}
     for name in ("export-retention", "client-guide", "faq"):
         path = vault.wiki / f"{name}.md"
         text = path.read_text()
         path.write_text(text.replace("\n# ", "\nA new first paragraph.\n\nAnd another line.\n\n# ", 1))
-    after = run_lint(vault, config.lint)
+    after = run_lint(vault, config.lint, catalog)
     assert {f.id for f in after.findings} == before
     assert after.findings[0].line != 0
 
@@ -68,7 +69,6 @@ def test_other_kinds_and_link_forms(vault: Vault, config: Config) -> None:
     ))
     (wiki / "gamma.md").write_text(page("type: widget\ntitle: {a: 1}\nupdated: soon", "[[alpha]]\n"))
     (wiki / "delta.md").write_text("---\ntitle: [unclosed\n---\n[[alpha]]\n")
-    from wikiwright.wiki.catalog import Catalog
 
     from tests.helpers import rebuild_index
 

@@ -4,7 +4,7 @@ import dataclasses
 
 from wikiwright.core.config import Config
 from wikiwright.core.vault import Vault
-from wikiwright.ingest.llm import LLMClient
+from wikiwright.ingest.llm import CostLedger, LLMClient
 from wikiwright.upkeep.prose_check import KIND, make_shards, prose_of, run_prose_check, verify
 
 from tests.llm_server import ScriptedServer
@@ -44,7 +44,7 @@ def test_shards_keep_linked_pages_together_and_skip_claims() -> None:
 
 
 def test_prose_check_through_the_scripted_model_keeps_only_verbatim_findings_and_uses_route_model(
-    config: Config, vault: Vault,
+    config: Config, vault: Vault, costs: CostLedger,
 ) -> None:
     """The real LLMClient, litellm's HTTP path and the scripted server; the cheaper route model is used."""
     reply = {"contradictions": [
@@ -56,7 +56,7 @@ def test_prose_check_through_the_scripted_model_keeps_only_verbatim_findings_and
     with ScriptedServer([reply]) as server:
         configured = server.config(config, route_model="openai/cheap-router")
         configured = configured.replace(lint=dataclasses.replace(configured.lint, prose_check=True))
-        client = LLMClient(configured, vault)
+        client = LLMClient(configured, vault, costs=costs)
         result = run_prose_check(configured, TEXTS, client)
     assert [f.pages for f in result.findings] == [("faq", "retention")]
     assert result.dropped == 1 and result.shards_checked == 1

@@ -19,7 +19,7 @@ from wikiwright.wiki.logfile import MAX_LOG_BYTES, MAX_LOG_ENTRIES, appended_log
 
 from tests.conftest import Services
 from tests.fault_tools import assert_doctor_green
-from tests.helpers import git
+from tests.helpers import git, opened_door
 from tests.test_door_crash import POINTS as CRASH_POINTS
 from tests.test_door_crash import _run
 from tests.test_sync import Machine, two_machines
@@ -182,19 +182,16 @@ def test_a_crash_anywhere_in_an_archiving_operation_loses_and_doubles_no_entry(t
     child, as the door's crash sweep does), then the restart: each entry once, the archive committed."""
     base = tmp_path / "base"
     init_vault(base, "wikiwright", "wikiwright@localhost")
-    door = Door.open(load_config(base), Vault(base))
     entry = log_entry("lint", "operation 99", [DETAIL], date(2031, 6, 2))
     count = 0
-    try:  # up to where one more entry passes log.md's byte bound
+    with opened_door(load_config(base), Vault(base)) as door:  # up to where one more entry passes log.md's bound
         while plan_archive(appended_log((base / "wiki" / "log.md").read_text(), entry), base / "wiki" / "log") is None:
             _log_operations(door, count, 1, date(2031, 6, 1))
             count += 1
-    finally:
-        door.close()
     assert not (base / "wiki" / "log").exists()
 
     def operation(root: Path) -> None:
-        with Door.open(load_config(root), Vault(root)) as door:
+        with opened_door(load_config(root), Vault(root)) as door:
             _log_operations(door, count, 1, date(2031, 6, 2))
 
     crashed = 0
@@ -203,7 +200,8 @@ def test_a_crash_anywhere_in_an_archiving_operation_loses_and_doubles_no_entry(t
         shutil.copytree(base, root, symlinks=True)
         if _run(operation, root, point):
             crashed += 1
-            Door.open(load_config(root), Vault(root)).close()  # the restart: recovery
+            with opened_door(load_config(root), Vault(root)):  # the restart: recovery
+                pass
             if f"lint: operation {count}" not in git(root, "log", "--format=%s"):
                 operation(root)  # it had not committed: done again
         assert _entry_counts(root) == Counter(f"operation {n}" for n in range(count + 1)), point

@@ -10,11 +10,10 @@ from typing import Any
 
 from wikiwright.ingest.cost import COSTLY_HEADING
 from wikiwright.runtime.status import gather
-from wikiwright.upkeep.review import ReviewQueue
 from wikiwright.wiki.pages import Page, render_page
 
 from tests.conftest import Services
-from tests.helpers import git
+from tests.helpers import git, review_queue
 from tests.llm_server import ScriptedServer, user_prompt
 from tests.model_helpers import reply, use_model
 
@@ -54,7 +53,7 @@ def test_a_source_over_the_cost_bound_waits_in_review_until_ticked_then_is_inges
 
         services.vault.review_file.write_text(review.replace(line, line.replace("- [ ] ", "- [x] ", 1)),
                                               encoding="utf-8")
-        queue = ReviewQueue(services.config, services.vault)
+        queue = review_queue(services.config, services.vault)
         try:
             outcomes = queue.process()
         finally:

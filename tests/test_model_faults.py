@@ -119,7 +119,7 @@ def test_a_spend_cap_pauses_the_queue_and_loses_nothing(services: Services) -> N
 
 def test_the_cost_ledger_enforces_a_dollar_cap(services: Services) -> None:
     config = services.config.replace(llm=services.config.llm.__class__(model="openai/x", daily_cap_usd=1.0))
-    client = LLMClient(config, services.vault)
+    client = LLMClient(config, services.vault, costs=services.ctx.costs)
     client.costs.record(purpose="ingest", model="openai/x", tokens_in=1, tokens_out=1, cost_usd=1.5,
                         latency_s=0.1, outcome="ok")
     try:

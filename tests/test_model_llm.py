@@ -38,14 +38,15 @@ def test_parse_json_reply_accepts_a_fenced_reply() -> None:
         parse_json_reply("Sure! Here it is: {")
 
 
-def test_a_server_refusing_json_schema_gets_json_object_with_the_schema(vault: Vault, config: Config) -> None:
+def test_a_server_refusing_json_schema_gets_json_object_with_the_schema(vault: Vault, config: Config,
+                                                                       costs: CostLedger) -> None:
     def script(request: dict[str, Any]) -> Any:
         if request["response_format"]["type"] == "json_schema":
             return http_error(422, "Input should be 'text' or 'json_object' (response_format)")
         return {"a": 7}
 
     with ScriptedServer(script) as server:
-        client = LLMClient(server.config(config), vault)
+        client = LLMClient(server.config(config), vault, costs=costs)
         data, usage = client.complete_json(purpose="t", system="s", user="u", schema=SCHEMA)
         second, _ = client.complete_json(purpose="t", system="s", user="u", schema=SCHEMA)
         client.close()
@@ -55,21 +56,21 @@ def test_a_server_refusing_json_schema_gets_json_object_with_the_schema(vault: V
     assert usage.model == "openai/scripted" and usage.tokens_out > 0 and usage.cost_usd == 0.0
 
 
-def test_a_400_is_a_reply_error_not_a_retry(vault: Vault, config: Config) -> None:
+def test_a_400_is_a_reply_error_not_a_retry(vault: Vault, config: Config, costs: CostLedger) -> None:
     with ScriptedServer([http_error(400, "bad request")]) as server:
-        client = LLMClient(server.config(config), vault)
+        client = LLMClient(server.config(config), vault, costs=costs)
         with pytest.raises(LLMReplyError):
             client.complete_json(purpose="t", system="s", user="u", schema=SCHEMA)
         client.close()
     assert len(server.requests) == 1
 
 
-def test_a_missing_key_is_an_auth_error_before_any_call(vault: Vault, config: Config,
+def test_a_missing_key_is_an_auth_error_before_any_call(vault: Vault, config: Config, costs: CostLedger,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     with ScriptedServer([{"a": 1}]) as server:
         configured = server.config(config)
         monkeypatch.delenv(KEY_ENV)
-        client = LLMClient(configured, vault)
+        client = LLMClient(configured, vault, costs=costs)
         with pytest.raises(LLMAuthError, match=KEY_ENV):
             client.complete_json(purpose="t", system="s", user="u", schema=SCHEMA)
         client.close()
@@ -84,7 +85,7 @@ def test_spend_summary_splits_today_and_month(vault: Vault, config: Config) -> N
                       outcome="ok", when=now.replace(day=day).timestamp())
     ledger.record(purpose="ingest", model="m", tokens_in=5, tokens_out=0, cost_usd=9, latency_s=1,
                   outcome="ok", when=now.replace(month=3).timestamp())
+    summary = spend_summary(vault, lambda: ledger, config, now=now)
     ledger.close()
-    summary = spend_summary(vault, config, now=now)
     assert summary["today"]["usd"] == 0.75 and summary["today"]["tokens"] == 220 and summary["today"]["calls"] == 2
     assert summary["month"]["usd"] == 1.75 and summary["month"]["calls"] == 3

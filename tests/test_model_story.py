@@ -75,7 +75,7 @@ def test_five_source_story(services: Services) -> None:
     assert first["response_format"]["type"] == "json_schema"
     assert first["_authorization"] == "Bearer sk-scripted-dummy" and first["max_tokens"] == 4000
     # Every call is in the cost ledger.
-    spend = spend_summary(services.vault, services.config)
+    spend = spend_summary(services.vault, lambda: services.ctx.costs, services.config)
     assert spend["today"]["calls"] == 5 and spend["today"]["tokens"] > 0
     assert git(services.vault.root, "status", "--porcelain", "--", "wiki").strip() == ""
 

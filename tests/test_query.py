@@ -11,8 +11,8 @@ from typing import Any
 
 from wikiwright.core.config import Config
 from wikiwright.core.locks import vault_write_lock
-from wikiwright.door import Door
 from wikiwright.query.query import ask, daemon_keeps_catalog_fresh, describe_claim, gather_context, save_answer, search
+from wikiwright.runtime.context import VaultContext
 from wikiwright.wiki.catalog import Catalog
 from wikiwright.wiki.pages import get_section, parse_claims, parse_page
 
@@ -60,7 +60,7 @@ def test_search_sees_a_page_saved_a_moment_ago_and_the_cli_prints_json(services:
 def test_ask_without_a_model_shows_the_current_claim_and_says_a_model_would_answer(services: Services) -> None:
     build_story(services)
     answer = ask(services.config, services.vault, services.catalog, services.ledger,
-                 "What is the billing API rate limit?")
+                 "What is the billing API rate limit?", costs=lambda: services.ctx.costs)
     assert answer.engine == "offline" and "model" in answer.text
     assert answer.results[0].page == "billing-api"
     values = {(ref.claim.value, ref.claim.source) for ref in answer.claims}
@@ -95,7 +95,8 @@ def test_ask_cites_the_source_that_set_the_value_and_drops_what_the_wiki_does_no
     build_story(services)
     with ScriptedServer(_reply) as server:
         config = _model_config(services, server)
-        answer = ask(config, services.vault, services.catalog, services.ledger, "What is the billing API rate limit?")
+        answer = ask(config, services.vault, services.catalog, services.ledger, "What is the billing API rate limit?",
+                     costs=lambda: services.ctx.costs)
         prompt = server.requests[0]["messages"][1]["content"]
     assert answer.engine == "model" and answer.known
     # The pages reached the model: index.md and the billing-api page with both claim lines.
@@ -113,10 +114,12 @@ def test_ask_says_plainly_when_the_wiki_does_not_know(services: Services) -> Non
     unknown = {"answer": "The wiki does not say who the CFO is.", "known": False, "citations": [], "claims": []}
     with ScriptedServer([unknown]) as server:
         config = _model_config(services, server)
-        answer = ask(config, services.vault, services.catalog, services.ledger, "Who is the billing API's CFO?")
+        answer = ask(config, services.vault, services.catalog, services.ledger, "Who is the billing API's CFO?",
+                     costs=lambda: services.ctx.costs)
         assert not answer.known and "does not say" in answer.text
         # Nothing matches at all: no model call is spent on it.
-        nothing = ask(config, services.vault, services.catalog, services.ledger, "xylophone quasar")
+        nothing = ask(config, services.vault, services.catalog, services.ledger, "xylophone quasar",
+                      costs=lambda: services.ctx.costs)
         assert not nothing.known and "does not know" in nothing.text
         assert len(server.requests) == 1
 
@@ -136,10 +139,10 @@ def test_ask_save_files_a_linked_answer_page_in_one_commit(services: Services) -
     build_story(services)
     with ScriptedServer(_reply) as server:
         config = _model_config(services, server)
-        services.ledger.close()
-        services.catalog.close()
-        with Door.open(config, services.vault) as door:
-            answer = ask(config, services.vault, door.catalog, door.ledger, "What is the billing API rate limit?")
+        with VaultContext(config, services.vault) as ctx:
+            door = ctx.door
+            answer = ask(config, services.vault, door.catalog, door.ledger, "What is the billing API rate limit?",
+                         costs=lambda: ctx.costs)
             page, sha = save_answer(door, answer, date(2026, 5, 1))
     root = services.vault.root
     assert sha and page == "answers/what-is-the-billing-api-rate-limit"

@@ -72,7 +72,7 @@ def test_search_and_ask_find_the_current_limit_and_cite_the_source_that_set_it(s
         assert struck and all(c.status == "superseded" and c.by == "src-inc-482" for c in struck)
 
         answer = ask(services.config, services.vault, services.catalog, services.ledger,
-                     "What is the billing API rate limit?")
+                     "What is the billing API rate limit?", costs=lambda: services.ctx.costs)
         assert answer.known and answer.engine == "model"
         assert [(r.page, r.claim.value, r.claim.source, r.claim.as_of) for r in answer.claims] == [
             ("billing-api", FIFTY, "src-inc-482", "2026-04-03")]
@@ -89,7 +89,7 @@ def test_search_and_ask_find_the_current_limit_and_cite_the_source_that_set_it(s
 def test_revert_of_the_third_ingest_restores_the_struck_claims_and_keeps_4_and_5(services: Services) -> None:
     with ScriptedServer(script) as server:
         commits = tell_story(services, server)
-    result = revert_ingest(session(services), commits[2])
+    result = revert_ingest(session(services), services.ctx.terms, commits[2])
     assert result.commit and len(result.restored) == 3
     # The 100/s value is current again on every page that stated it; 50/s is gone.
     assert current(services, "billing-api") == [HUNDRED, TWO_HUNDRED]

@@ -7,16 +7,15 @@ from typing import Any
 
 from wikiwright.core.config import Config, load_config
 from wikiwright.core.vault import Vault
-from wikiwright.door import Door
-from wikiwright.upkeep.review import ReviewQueue, ReviewStore, parse_review
+from wikiwright.upkeep.review import ReviewStore, parse_review
 
-from tests.helpers import cli, daemon_log, git, start_daemon, wait_for
+from tests.helpers import cli, daemon_log, git, opened_door, review_queue, start_daemon, wait_for
 from tests.lint_fixture import EXPECTED, build_fixture
 
 
 def _propose(vault: Vault, kind: str, items: list[Any]) -> list[str]:
     """Proposals through REVIEW.md's one writer, the door (committed with the operation)."""
-    with Door.open(load_config(vault.root), vault) as door, door.operation("lint", "proposals") as op:
+    with opened_door(load_config(vault.root), vault) as door, door.operation("lint", "proposals") as op:
         return op.propose(kind, items)
 
 
@@ -51,7 +50,7 @@ def test_held_back_page_change_is_applied_when_ticked(vault: Vault, config: Conf
     fix = {"action": "write-page", "page": "notes", "text": new_text, "base": base}
     [item_id] = _propose(vault, "held-back", [{"description": "[[notes]]: big rewrite", "pages": ["notes"],
                                                       "fix": fix}])
-    queue = ReviewQueue(config, vault)
+    queue = review_queue(config, vault)
     try:
         assert queue.process() == []  # nothing answered yet
         # Meanwhile the person edits the page; the approved change merges with their words.

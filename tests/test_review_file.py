@@ -9,14 +9,12 @@ from typing import Any
 
 from wikiwright.core.config import load_config
 from wikiwright.core.vault import Vault
-from wikiwright.door import Door
 from wikiwright.ingest.llm_planner import held_proposals
 from wikiwright.ingest.operations import Workspace
-from wikiwright.upkeep.review import ReviewQueue
 from wikiwright.wiki.reviewfile import HELD_BACK, ReviewStore, parse_review
 
 from tests.conftest import Services
-from tests.helpers import cli, daemon_log, git, start_daemon, wait_for
+from tests.helpers import cli, daemon_log, git, opened_door, review_queue, start_daemon, wait_for
 from tests.model_helpers import page
 from tests.test_model_checks import SOURCE
 
@@ -28,7 +26,7 @@ SCRIPT = {"op": "add_to_section", "page": "billing-api", "heading": "Embed",
 
 def _propose(vault: Vault, kind: str, items: list[Any]) -> list[str]:
     """Proposals through REVIEW.md's one writer, the door (committed with the operation)."""
-    with Door.open(load_config(vault.root), vault) as door, door.operation("lint", "proposals") as op:
+    with opened_door(load_config(vault.root), vault) as door, door.operation("lint", "proposals") as op:
         return op.propose(kind, items)
 
 
@@ -62,7 +60,7 @@ def test_operations_held_back_by_ingest_checks_are_tickable_proposals(services: 
     assert "OAuth" not in page(services, "billing-api")
     _tick(vault, claim_id)
     _tick(vault, script_id)
-    queue = ReviewQueue(services.config, vault)
+    queue = review_queue(services.config, vault)
     try:
         outcomes = {o.id: o for o in queue.process()}
     finally:

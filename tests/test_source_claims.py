@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from wikiwright.door import Door
+from wikiwright.ingest.llm import LLMClient, cost_ledger
 from wikiwright.ingest.llm_planner import ModelPlanner
 from wikiwright.ingest.pipeline import Pipeline
 
@@ -33,7 +34,8 @@ def _reply(n: int) -> dict[str, object]:
 
 def _use_model(machine: Machine, server: ScriptedServer) -> None:
     machine.config = server.config(machine.config)
-    planner = ModelPlanner(machine.config, machine.vault, machine.ledger, machine.catalog)
+    client = LLMClient(machine.config, machine.vault, machine.ledger, costs=cost_ledger(machine.vault))
+    planner = ModelPlanner(machine.config, machine.vault, machine.ledger, machine.catalog, client=client)
     planner.client.backoff_seconds = 0.01
     machine.pipeline = Pipeline(Door(machine.config, machine.vault, machine.ledger, machine.catalog, machine.repo),
                                 planner=planner)

@@ -20,9 +20,10 @@ import pytest
 from wikiwright.core.config import Config
 from wikiwright.core.vault import Vault
 from wikiwright.door import Door
-from wikiwright.ingest.pipeline import Pipeline
+from wikiwright.ingest.terms import open_term_index
 from wikiwright.intake.ledger import Ledger
 from wikiwright.intake.watch import Registrar
+from wikiwright.runtime.context import wire_ingest
 from wikiwright.runtime.status import gather
 from wikiwright.vcs.repo import GitRepo
 from wikiwright.wiki.catalog import Catalog
@@ -46,7 +47,7 @@ def daemon_like(config: Config, vault: Vault, lock_retry: float) -> Services:
     catalog.refresh()
     repo = GitRepo(vault.root, config.git.author_name, config.git.author_email, lock_retry_seconds=lock_retry,
                    on_wait=lambda message: ledger.set_notice("git", message))
-    pipeline = Pipeline(Door(config, vault, ledger, catalog, repo))
+    pipeline = wire_ingest(Door(config, vault, ledger, catalog, repo), terms=open_term_index(vault.state)).pipeline
     pipeline.retry_git_seconds = 0.2
     registrar = Registrar(vault, ledger, config.ingest.max_source_bytes, threading.Event())
     return Services(config, vault, ledger, catalog, repo, pipeline, registrar)

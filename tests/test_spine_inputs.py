@@ -20,9 +20,10 @@ import pytest
 from wikiwright.core.config import Config, IngestConfig, WatchConfig
 from wikiwright.core.vault import Vault
 from wikiwright.door import Door
-from wikiwright.ingest.pipeline import Pipeline
+from wikiwright.ingest.terms import open_term_index
 from wikiwright.intake.ledger import Ledger
 from wikiwright.intake.watch import Registrar, StabilityTracker
+from wikiwright.runtime.context import wire_ingest
 from wikiwright.runtime.status import gather
 from wikiwright.vcs.repo import GitRepo
 from wikiwright.wiki.catalog import Catalog
@@ -75,7 +76,7 @@ def make_services(config: Config, vault: Vault, lock_retry: float = 2.0) -> Serv
     catalog = Catalog(vault)
     catalog.refresh()
     repo = GitRepo(vault.root, config.git.author_name, config.git.author_email, lock_retry_seconds=lock_retry)
-    pipeline = Pipeline(Door(config, vault, ledger, catalog, repo))
+    pipeline = wire_ingest(Door(config, vault, ledger, catalog, repo), terms=open_term_index(vault.state)).pipeline
     registrar = Registrar(vault, ledger, config.ingest.max_source_bytes, threading.Event())
     return Services(config, vault, ledger, catalog, repo, pipeline, registrar)
 

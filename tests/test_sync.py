@@ -18,9 +18,10 @@ from wikiwright.core.config import load_config
 from wikiwright.door.door import Door
 from wikiwright.door.init import init_vault
 from wikiwright.door.sync import Syncer, SyncReport
-from wikiwright.ingest.pipeline import Pipeline
+from wikiwright.ingest.terms import open_term_index
 from wikiwright.intake.ledger import Ledger
 from wikiwright.intake.watch import Registrar
+from wikiwright.runtime.context import wire_ingest
 from wikiwright.runtime.status import gather
 from wikiwright.vcs.remote import PushResult, Remote
 from wikiwright.vcs.repo import GitRepo
@@ -54,9 +55,10 @@ class Machine:
         self.catalog = Catalog(vault)
         self.catalog.refresh()
         self.repo = GitRepo(root, lock_retry_seconds=2)
-        self.pipeline = Pipeline(Door(self.config, vault, self.ledger, self.catalog, self.repo))
+        self.pipeline = wire_ingest(Door(self.config, vault, self.ledger, self.catalog, self.repo),
+                                    terms=open_term_index(vault.state)).pipeline
         self.registrar = Registrar(vault, self.ledger, self.config.ingest.max_source_bytes, threading.Event())
-        self.syncer = Syncer(self.config, vault, self.ledger, self.catalog, self.repo)
+        self.syncer = Syncer(self.config, vault, self.ledger, self.catalog, self.repo, door=self.pipeline.door)
 
     def ingest(self, name: str, text: str) -> None:
         path = self.vault.raw / name
@@ -473,7 +475,8 @@ def test_sync_pauses_during_a_persons_merge(world: tuple[Path, Machine, Machine]
     configured = Machine.__new__(Machine)
     configured.__dict__.update(ma.__dict__)
     branch_config = ma.config.replace(git=dataclasses.replace(ma.config.git, branch="main"))
-    configured.syncer = Syncer(branch_config, ma.vault, ma.ledger, ma.catalog, ma.repo)
+    configured.syncer = Syncer(branch_config, ma.vault, ma.ledger, ma.catalog, ma.repo,
+                               door=Door(branch_config, ma.vault, ma.ledger, ma.catalog, ma.repo))
     git(ma.root, "checkout", "-q", "-b", "experiment")
     report = configured.sync(expect=None)
     assert report.state == "paused" and "experiment" in report.detail, report
@@ -500,12 +503,12 @@ def test_consolidation_runs_on_one_machine_per_period(world: tuple[Path, Machine
     from wikiwright.memory.consolidate import Consolidator
 
     _remote, ma, mb = world
-    assert Consolidator(mb.config, mb.vault, mb.ledger, repo=mb.repo).gate().time_ok  # never consolidated
+    assert Consolidator(mb.config, mb.vault, mb.ledger, mb.repo).gate().time_ok  # never consolidated
     assert claim_consolidation(ma.config, ma.repo, "machine-a") is None
     refused = claim_consolidation(mb.config, mb.repo, "machine-b")
     assert refused is not None and "another machine claimed" in refused and "machine-a" in refused
     # B's gate reads the claim it fetched: the time gate is closed until the next period.
-    assert not Consolidator(mb.config, mb.vault, mb.ledger, repo=mb.repo).gate().time_ok
+    assert not Consolidator(mb.config, mb.vault, mb.ledger, mb.repo).gate().time_ok
 
 
 def test_the_round_asks_git_only_through_vcs() -> None:

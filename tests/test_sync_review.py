@@ -13,10 +13,9 @@ from pathlib import Path
 import pytest
 from wikiwright.core.opkinds import OpKind
 from wikiwright.runtime.status import gather
-from wikiwright.upkeep.review import ReviewQueue
 from wikiwright.wiki.reviewfile import proposal
 
-from tests.helpers import git
+from tests.helpers import git, review_queue
 from tests.test_sync import Machine, source_text, world  # noqa: F401  (the fixture)
 from tests.test_sync_trust import Attacker, _drain, _drop, _sha, _victim_ingested_its_own
 
@@ -59,7 +58,7 @@ def test_a_tick_from_another_machine_does_not_approve_this_machines_proposal(
     remote, _ma, mb = world
     item_id = _remote_ticks_a_proposal(remote, mb, tmp_path)
     mb.sync()
-    queue = ReviewQueue(mb.config, mb.vault)
+    queue = review_queue(mb.config, mb.vault)
     try:
         done = queue.process()
         assert not (mb.root / "wiki" / "concepts" / "takeover.md").exists(), done
@@ -106,7 +105,7 @@ def test_a_removal_from_another_machine_does_not_dismiss_this_machines_proposal(
     mb.sync()
     text = mb.vault.review_file.read_text(encoding="utf-8")
     assert item_id in text and "another machine removed" in text, text
-    queue = ReviewQueue(mb.config, mb.vault)
+    queue = review_queue(mb.config, mb.vault)
     try:
         done = queue.process()
         assert not [o for o in done if o.id == item_id and o.state in ("dismissed", "rejected")], done

@@ -269,16 +269,17 @@ def test_a_killed_git_childs_index_lock_is_removed_and_a_live_ones_waited_for(
         record = mb.ledger.get_file("raw/held.md")
         assert record is not None and record.state == "pending" and "index.lock" in record.reason, record
         assert lock.exists()
-        assert next(c for c in run_doctor(mb.config, mb.vault).checks if c.name == "locks").ok  # held: not stale
+        checks = run_doctor(mb.config, mb.vault, mb.ledger, mb.repo).checks
+        assert next(c for c in checks if c.name == "locks").ok  # held: not stale
         holder.send_signal(signal.SIGKILL)
         holder.wait(timeout=10)
     assert lock.exists()  # a killed git leaves its lock
     before = time.time() - 10
     os.utime(lock, (before, before))  # killed a while ago: not a lock a library is writing this instant
-    locks = next(c for c in run_doctor(mb.config, mb.vault).checks if c.name == "locks")
+    locks = next(c for c in run_doctor(mb.config, mb.vault, mb.ledger, mb.repo).checks if c.name == "locks")
     assert not locks.ok and "held by no git process" in locks.details[0], locks
     with caplog.at_level("WARNING", logger="wikiwright.vcs.gitlock"):
-        Door.open(mb.config, mb.vault).close()
+        Door.open(mb.config, mb.vault, ledger=mb.ledger, catalog=mb.catalog, repo=mb.repo)
     assert not lock.exists()
     assert any("removed .git/index.lock" in r.getMessage() for r in caplog.records), caplog.records
     mb.ledger.wake("raw/held.md", record.sha256, "retry")
@@ -305,7 +306,7 @@ def test_a_killed_git_childs_lock_on_the_daemons_own_index_is_removed(
     assert lock.exists()  # a killed git leaves its lock
     before = time.time() - 10
     os.utime(lock, (before, before))
-    locks = next(c for c in run_doctor(mb.config, mb.vault).checks if c.name == "locks")
+    locks = next(c for c in run_doctor(mb.config, mb.vault, mb.ledger, mb.repo).checks if c.name == "locks")
     assert not locks.ok and ".wikiwright/git-index.lock is held by no git process" in locks.details[0], locks
     _drop(mb, "after-kill.md", source_text(9, "after a killed git"))
     with caplog.at_level("WARNING", logger="wikiwright.vcs.gitlock"):

@@ -14,11 +14,10 @@ from pathlib import Path
 from wikiwright.core.config import Config
 from wikiwright.core.vault import Vault
 from wikiwright.door.init import init_vault
-from wikiwright.upkeep.review import ReviewQueue
 from wikiwright.wiki.pages import get_section, iter_links, link_key, parse_claims, parse_page
 
 from tests.conftest import Services
-from tests.helpers import cli, git, ingest_commits
+from tests.helpers import cli, git, ingest_commits, review_queue
 from tests.lint_fixture import page as fixture_page
 from tests.llm_server import ScriptedServer
 from tests.model_helpers import page, use_model
@@ -383,7 +382,7 @@ def test_doctor_is_clean_after_a_ticked_claim_answer_a_revert_and_a_retract(vaul
     text = vault.review_file.read_text()
     vault.review_file.write_text(re.sub(r"^(\s*- )\[ \](.*\^claim-conflict-[0-9a-f]{10}-v1)$", r"\1[x]\2", text,
                                         flags=re.M))
-    queue = ReviewQueue(config, vault)
+    queue = review_queue(config, vault)
     try:
         assert [o.state for o in queue.process()] == ["applied"]
     finally:

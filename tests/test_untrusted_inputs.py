@@ -192,7 +192,7 @@ def test_file_names_are_data_every_file_one_state_and_doctor_clean(services: Ser
         # source_path / sources keep the file's recorded name as data (properties are not HTML).
         shown = [parsed.body, str(parsed.meta.get("title", "")), str(parsed.meta.get("summary", ""))]
         assert not [spot for text in shown for spot in unsafe_spots(text)], page
-    report = run_doctor(services.config, services.vault, repair=False)
+    report = run_doctor(services.config, services.vault, services.ledger, services.repo, repair=False)
     assert report.ok and report.lost == 0, [c for c in report.checks if not c.ok]
     # The CLI on the same vault: doctor clean, status lists the names escaped on one line each.
     doctor = cli("doctor", "--vault", str(services.vault.root))
@@ -270,7 +270,7 @@ def test_no_secret_reaches_a_prompt_a_page_a_commit_or_a_log(services: Services,
         services.drop("ops.md", SECRET_SOURCE)
         assert [r.state for r in services.drain()] == ["ingested"]
         # Every other room's prompt passes the same guard (ask, consolidation, prose check).
-        client = LLMClient(services.config, services.vault)
+        client = LLMClient(services.config, services.vault, costs=services.ctx.costs)
         client.complete_json(purpose="ask", system="Answer.", user=f"What is {SECRETS['aws-key']}?",
                              schema={"type": "object"})
         client.close()

@@ -61,7 +61,7 @@ def cmd_history(args: argparse.Namespace, ctx: VaultContext) -> int:
 def cmd_revert(args: argparse.Namespace, ctx: VaultContext) -> int:
     from ..history.revert import revert_ingest
 
-    result = revert_ingest(ctx.door, args.ingest)
+    result = revert_ingest(ctx.door, ctx.terms, args.ingest)
     ref = result.ingest
     print(f"Reverted the ingest of {ref.source_path} ({ref.commit.sha[:10]})"
           + (f" in commit {result.commit[:10]}" if result.commit else " (nothing left to change)"))

@@ -97,54 +97,42 @@ def cmd_hook(args: argparse.Namespace) -> int:
 @command("consolidate")
 @with_vault(write=lambda args: not (args.dry_run or args.check))  # those two write nothing
 def cmd_consolidate(args: argparse.Namespace, ctx: VaultContext) -> int:
-    from ..intake.ledger import Ledger
     from ..memory.consolidate import Consolidator, dry_run_report
 
     setup_logging(args.verbose, logging.INFO)
     config, vault = ctx.config, ctx.vault
-    read_only = args.dry_run or args.check
-    # --dry-run and --check write nothing, not even a fresh state database.
-    scratch = Ledger(Path(":memory:")) if read_only and not vault.db_path.exists() else None
-    consolidator = None
-    try:
-        if read_only:  # the ledger alone: the catalogue is not opened (opening it writes its file)
-            consolidator = Consolidator(config, vault, scratch or ctx.ledger)
-        else:
-            # The context's parts; run by the daemon, its door too (else the run makes its own
-            # door on these parts and reports the recovery it runs).
-            consolidator = Consolidator(config, vault, ctx.ledger, ctx.catalog, ctx.repo,
-                                        llm=ctx.llm_client() if config.llm.enabled else None,
-                                        door=ctx.door if ctx.opened("door") else None)
-        if args.dry_run:
-            sys.stdout.write(dry_run_report(consolidator))
-            return 0
-        status = consolidator.gate()
-        if args.check:
-            if args.json:
-                emit_json(status.as_dict())
-            else:
-                for line in status.lines():
-                    print(line)
-                print("would run" if status.would_run(args.force) else "would not run")
-            return 0 if status.would_run(args.force) else 1
-        result = consolidator.run(force=args.force)
-        if result.recovered:
-            print(result.recovered)
+    # --dry-run and --check write nothing, not even a fresh state database (a read-only
+    # context's ledger): the gate reads the ledger and the repository alone.
+    if args.dry_run or args.check:
+        consolidator = Consolidator(config, vault, ctx.ledger, ctx.repo)
+    else:  # a run: through the context's door (the daemon's, when it serves the command)
+        consolidator = Consolidator(config, vault, ctx.ledger, ctx.repo, door=ctx.door,
+                                    llm=ctx.llm_client() if config.llm.enabled else None)
+    if args.dry_run:
+        sys.stdout.write(dry_run_report(consolidator))
+        return 0
+    status = consolidator.gate()
+    if args.check:
         if args.json:
-            plan = result.plan
-            emit_json({"state": result.state, "detail": result.detail, "commit": result.commit,
-                       "logs": [r.rel for r in plan.logs] if plan else [],
-                       "pages": [c.page for c in plan.changes] if plan else [],
-                       "bytes_in": plan.bytes_in if plan else 0, "bytes_out": plan.bytes_out if plan else 0})
-        elif result.state in ("gate-closed", "busy"):
-            for line in (result.gate.lines() if result.gate else []):
-                print(line)
-            print(f"not consolidating: {result.detail} (--force skips the time and session gates)")
+            emit_json(status.as_dict())
         else:
-            print(f"{result.state}: {result.detail}" + (f" (commit {result.commit[:10]})" if result.commit else ""))
-        return 0 if result.state in ("consolidated", "proposed", "nothing-new") else 1
-    finally:
-        if consolidator is not None:
-            consolidator.close()
-        if scratch is not None:
-            scratch.close()
+            for line in status.lines():
+                print(line)
+            print("would run" if status.would_run(args.force) else "would not run")
+        return 0 if status.would_run(args.force) else 1
+    result = consolidator.run(force=args.force)
+    if result.recovered:
+        print(result.recovered)
+    if args.json:
+        plan = result.plan
+        emit_json({"state": result.state, "detail": result.detail, "commit": result.commit,
+                   "logs": [r.rel for r in plan.logs] if plan else [],
+                   "pages": [c.page for c in plan.changes] if plan else [],
+                   "bytes_in": plan.bytes_in if plan else 0, "bytes_out": plan.bytes_out if plan else 0})
+    elif result.state in ("gate-closed", "busy"):
+        for line in (result.gate.lines() if result.gate else []):
+            print(line)
+        print(f"not consolidating: {result.detail} (--force skips the time and session gates)")
+    else:
+        print(f"{result.state}: {result.detail}" + (f" (commit {result.commit[:10]})" if result.commit else ""))
+    return 0 if result.state in ("consolidated", "proposed", "nothing-new") else 1

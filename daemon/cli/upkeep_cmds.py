@@ -61,11 +61,12 @@ def cmd_lint(args: argparse.Namespace, ctx: VaultContext) -> int:
 
 
 @command("doctor")
-@with_vault(write=False)  # the doctor opens what it checks itself (upkeep/doctor.py)
+# Its repairs record files in the ledger; --no-repair writes nothing (not even a new state.db).
+@with_vault(write=lambda args: not args.no_repair)
 def cmd_doctor(args: argparse.Namespace, ctx: VaultContext) -> int:
     from ..upkeep.doctor import format_report, run_doctor
 
-    report = run_doctor(ctx.config, ctx.vault, repair=not args.no_repair, full=args.full)
+    report = run_doctor(ctx.config, ctx.vault, ctx.ledger, ctx.repo, repair=not args.no_repair, full=args.full)
     if args.json:
         emit_json(report.to_dict())
     else:

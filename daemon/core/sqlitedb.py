@@ -41,6 +41,9 @@ _VERSION_TABLE = (
 )
 
 
+MEMORY = ":memory:"  # the path of a scratch database (what a command that writes nothing reads)
+
+
 @dataclass(frozen=True)
 class Schema:
     """What one owner keeps in a database file, and how to bring an older file up to it.
@@ -63,6 +66,10 @@ def open_db(path: Path, schema: Schema, *, synchronous: str | None = None,
     implicit ones (``with connection:``). ``synchronous``: FULL for records that must survive
     a power cut, NORMAL for caches that can be rebuilt; None keeps SQLite's default.
     """
+    if str(path) == MEMORY:  # a scratch database: its one connection is all of it
+        db = sqlite3.connect(MEMORY, check_same_thread=False, isolation_level=None if autocommit else "DEFERRED")
+        migrate_on(db, path, schema)
+        return db
     check_path(path.parent)
     path.parent.mkdir(parents=True, exist_ok=True)
     migrate(path, schema)
@@ -81,37 +88,45 @@ def migrate(path: Path, schema: Schema) -> int | None:
     db = sqlite3.connect(path, timeout=30, isolation_level=None)
     try:
         db.execute("PRAGMA journal_mode=WAL")
-        found = _recorded_version(db, schema.component)
-        if found == schema.version:
-            return found
-        _refuse_newer(path, schema, found)
-        existing = _tables(db) & _declared_tables(schema.script)
-        if existing and (found or 0) < schema.version:
-            backup = _backup(db, path, schema, found or 0)
-            log.info("upgrading %s (%s) from version %s to %s; backup at %s", path.name, schema.component,
-                     found or 0, schema.version, backup)
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            db.execute(_VERSION_TABLE)
-            found = _recorded_version(db, schema.component)  # another process may have done it meanwhile
-            _refuse_newer(path, schema, found)
-            if found != schema.version:
-                if existing:
-                    for version in range((found or 0) + 1, schema.version + 1):
-                        for statement in _statements(schema.steps.get(version, "")):
-                            db.execute(statement)
-                    _add_missing_columns(db, schema)
-                for statement in _statements(schema.script):
-                    db.execute(statement)
-                db.execute("INSERT OR REPLACE INTO schema_version (component, version) VALUES (?, ?)",
-                           (schema.component, schema.version))
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
-        return None if not existing else (found or 0)
+        return migrate_on(db, path, schema)
     finally:
         db.close()
+
+
+def migrate_on(db: sqlite3.Connection, path: Path, schema: Schema) -> int | None:
+    """:func:`migrate` on a connection already open to ``path`` (autocommit, no transaction
+    open): a table group sharing another owner's connection (doctor's on the ledger's) is
+    brought to its version without a second connection, whose descriptor SQLite would keep
+    open while the first holds its lock on the file."""
+    found = _recorded_version(db, schema.component)
+    if found == schema.version:
+        return found
+    _refuse_newer(path, schema, found)
+    existing = _tables(db) & _declared_tables(schema.script)
+    if existing and (found or 0) < schema.version:
+        backup = _backup(db, path, schema, found or 0)
+        log.info("upgrading %s (%s) from version %s to %s; backup at %s", path.name, schema.component,
+                 found or 0, schema.version, backup)
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        db.execute(_VERSION_TABLE)
+        found = _recorded_version(db, schema.component)  # another process may have done it meanwhile
+        _refuse_newer(path, schema, found)
+        if found != schema.version:
+            if existing:
+                for version in range((found or 0) + 1, schema.version + 1):
+                    for statement in _statements(schema.steps.get(version, "")):
+                        db.execute(statement)
+                _add_missing_columns(db, schema)
+            for statement in _statements(schema.script):
+                db.execute(statement)
+            db.execute("INSERT OR REPLACE INTO schema_version (component, version) VALUES (?, ?)",
+                       (schema.component, schema.version))
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    return None if not existing else (found or 0)
 
 
 def recorded_versions(path: Path) -> dict[str, int]:

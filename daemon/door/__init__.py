@@ -4,7 +4,7 @@
 
     from ..door import Door, OpKind, PageChange
 
-    door = Door.open(config, vault)        # ledger, catalogue, repository, config; crash recovery
+    door = ctx.door                        # the VaultContext's (its ledger, catalogue, repository); recovery
     with door.operation(OpKind.LINT_FIX, "title") as op:      # the vault's write lock
         text = op.read("topics/x")        # the person's uncommitted edits committed first, as theirs
         op.write([PageChange("topics/x", new_text, base=text)])   # CAS + three-way merge;
@@ -19,7 +19,6 @@
     # exit: index.md (generated block, CAS), one log.md entry, exactly one commit with
     # trailers, ledger updates, journal cleared; an exception undoes every file written.
     op.commit_sha
-    door.close()
 
 Details in :mod:`.door` (the rules) and :mod:`.journal` (crash safety).
 """

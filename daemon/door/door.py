@@ -2,27 +2,24 @@
 
 Usage::
 
-    door = Door.open(config, vault)            # once per process or command; runs crash recovery
-    try:
-        with door.operation(OpKind.LINT_FIX, "title") as op:   # the vault's write lock (all processes)
-            text = op.read("topics/x")          # the person's uncommitted edits are committed first
-            op.write([PageChange("topics/x", new, base=text)])   # compare-and-swap, three-way merge;
-                                                # unmergeable: the person's text stays, REVIEW.md asks
-            op.edit_file("REVIEW.md", mutate)   # any other vault file, same rules
-            op.propose("held-back", [proposal(...)])   # REVIEW.md proposals (wiki/reviewfile.py)
-            op.add_paths(["raw/x.md"])          # commit these files as they are on disk
-            op.integrate(head, theirs, tree)    # a sync merge: the commit starts from the merged
-                                                # tree, the remote's commit its second parent
-            op.details.append("…"); op.trailers["Wikiwright-Source"] = "…"
-            op.ledger_after_commit("set_kv", key, value)   # journaled: made even after a crash
-            op.apply_after_commit(delta)        # a StateDelta (the term index's), journaled too
-            op.after_commit(callback)           # called with the commit sha (not journaled)
-        # on exit: index.md rebuilt (if pages changed), one log.md entry, exactly one commit
-        # with trailers (Wikiwright-Operation: <OpKind>), the ledger, the journal cleared.
-        # An exception inside the block puts every file back as it was: nothing is committed.
-        op.commit_sha                           # None when the operation changed nothing
-    finally:
-        door.close()
+    door = ctx.door                            # the VaultContext's, once per process; runs crash recovery
+    with door.operation(OpKind.LINT_FIX, "title") as op:   # the vault's write lock (all processes)
+        text = op.read("topics/x")          # the person's uncommitted edits are committed first
+        op.write([PageChange("topics/x", new, base=text)])   # compare-and-swap, three-way merge;
+                                            # unmergeable: the person's text stays, REVIEW.md asks
+        op.edit_file("REVIEW.md", mutate)   # any other vault file, same rules
+        op.propose("held-back", [proposal(...)])   # REVIEW.md proposals (wiki/reviewfile.py)
+        op.add_paths(["raw/x.md"])          # commit these files as they are on disk
+        op.integrate(head, theirs, tree)    # a sync merge: the commit starts from the merged
+                                            # tree, the remote's commit its second parent
+        op.details.append("…"); op.trailers["Wikiwright-Source"] = "…"
+        op.ledger_after_commit("set_kv", key, value)   # journaled: made even after a crash
+        op.apply_after_commit(delta)        # a StateDelta (the term index's), journaled too
+        op.after_commit(callback)           # called with the commit sha (not journaled)
+    # on exit: index.md rebuilt (if pages changed), one log.md entry, exactly one commit
+    # with trailers (Wikiwright-Operation: <OpKind>), the ledger, the journal cleared.
+    # An exception inside the block puts every file back as it was: nothing is committed.
+    op.commit_sha                           # None when the operation changed nothing
 
 Rules the door keeps, so no caller has to: a file is never written without first committing
 what a person changed in it under their own name (``user-edit``), and only while it still
@@ -95,47 +92,21 @@ class Door:
         self.catalog = catalog
         self.repo = repo
         self.journal = Journal(vault.state)
-        self._owned_parts: list[Any] = []  # what close() closes: the parts open() opened itself
         # Where state deltas are made, by name: each opened on first use by its owner's function
         # (the vault context's term index), never closed by the door.
         self._sink_makers: dict[str, Callable[[], DeltaSink]] = dict(sinks or {})
 
     @classmethod
-    def open(cls, config: Config, vault: Vault, *, ledger: Ledger | None = None, catalog: Catalog | None = None,
-             repo: GitRepo | None = None, on_wait: Callable[[str], None] | None = None,
+    def open(cls, config: Config, vault: Vault, *, ledger: Ledger, catalog: Catalog, repo: GitRepo,
              sinks: Mapping[str, Callable[[], DeltaSink]] | None = None) -> Door:
-        """The door on the vault's services, after finishing whatever a crashed operation left.
-
-        Parts given are the caller's (a process's ``VaultContext``) and stay open when the door
-        closes; the others are opened here and closed with it. ``sinks``: where the state
-        deltas operations journal are made (door/deltas.py), by name; a door without the sink a
-        crashed operation's delta names refuses to open (the journal waits for one that has it)."""
-        owned: list[Any] = []
-        if ledger is None:
-            ledger = Ledger(vault.db_path)
-            owned.append(ledger)
-        if catalog is None:
-            catalog = Catalog(vault)
-            owned.append(catalog)
-        if repo is None:
-            notices = ledger
-            repo = GitRepo(vault.root, config.git.author_name, config.git.author_email, config.git.lock_retry_seconds,
-                           on_wait=on_wait or (lambda message: notices.set_notice("git", message)))
-            owned.append(repo)
+        """The door on the process's parts (its ``VaultContext``'s, which close them), after
+        finishing whatever a crashed operation left. ``sinks``: where the state deltas
+        operations journal are made (door/deltas.py), by name; a door without the sink a crashed
+        operation's delta names refuses to open (the journal waits for one that has it)."""
         door = cls(config, vault, ledger, catalog, repo, sinks=sinks)
-        door._owned_parts = owned
-        try:
-            door.recover()
-            catalog.refresh()
-        except BaseException:
-            door.close()
-            raise
+        door.recover()
+        catalog.refresh()
         return door
-
-    def add_sink(self, name: str, make: Callable[[], DeltaSink]) -> None:
-        """Where deltas named ``name`` are made, unless the door was given one already (a pipeline
-        wired by hand brings its planner's term index)."""
-        self._sink_makers.setdefault(name, make)
 
     def sink(self, name: str) -> DeltaSink:
         makers = self._sink_makers
@@ -145,15 +116,7 @@ class Door:
         return makers[name]()
 
     def close(self) -> None:
-        parts, self._owned_parts = self._owned_parts, []
-        for part in parts:
-            part.close()
-
-    def __enter__(self) -> Door:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+        """Nothing to close: the door holds the context's parts, and the context closes them."""
 
     # -- operations ------------------------------------------------------------------------
 

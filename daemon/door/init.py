@@ -59,10 +59,12 @@ def init_vault(root: Path, author_name: str, author_email: str) -> tuple[Vault, 
         "wiki/log.md": empty_page("log"),
         "wiki/overview.md": empty_page("overview"),
     }
+    # Before this there is no vault for a VaultContext to open (its folder, state folder, config
+    # and repository are what this makes): init is the one place that opens its own parts, for
+    # the one operation that creates them, and closes them when it is done.
     ledger, catalog = Ledger(vault.db_path), Catalog(vault)
-    door = Door(load_config(root), vault, ledger, catalog, repo)
-    door._owned_parts = [ledger, catalog, repo]
     try:
+        door = Door(load_config(root), vault, ledger, catalog, repo)
         with door.operation(OpKind.INIT, "initialise vault") as op:
             op.settle([*files, ".gitignore"])  # files already there are the person's: theirs first
             for rel, text in files.items():
@@ -76,5 +78,7 @@ def init_vault(root: Path, author_name: str, author_email: str) -> tuple[Vault, 
                 op.always_log = True  # a new folder or repository is worth its commit too
                 op.rebuild_index()
     finally:
-        door.close()
+        catalog.close()
+        ledger.close()
+        repo.close()
     return vault, created

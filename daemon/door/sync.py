@@ -136,13 +136,13 @@ class Syncer:
     """Sync rounds for one vault, with the services of the process that runs them."""
 
     def __init__(self, config: Config, vault: Vault, ledger: Ledger, catalog: Catalog, repo: GitRepo,
-                 door: Door | None = None) -> None:
+                 door: Door) -> None:
         self.config = config
         self.vault = vault
         self.ledger = ledger
         self.catalog = catalog
         self.repo = repo
-        self._door = door  # the process's one door (its vault context's), else one made here once
+        self._door = door  # the process's one door (its vault context's), on the parts above
         self.remote = Remote(repo, config.git.remote, config.git.branch)
         self._round_times: dict[str, float] = {}
         self._refused: list[TrailerRefusal] = []  # trailers refused this round, kept by _import_sources
@@ -279,10 +279,6 @@ class Syncer:
 
     def door(self) -> Door:
         """The door every round's operations pass (the one the process was given)."""
-        if self._door is None:
-            from .door import Door
-
-            self._door = Door(self.config, self.vault, self.ledger, self.catalog, self.repo)
         return self._door
 
     def _repository_problem(self) -> str | None:
@@ -659,23 +655,13 @@ def stages_blobs(repo: GitRepo, merged: MergeTree, path: str) -> dict[int, bytes
 
 
 class SyncJob:
-    """The daemon's periodic sync: its own ledger, catalogue and repository connections."""
+    """The daemon's periodic sync, on the daemon's door (its ledger, catalogue and repository:
+    one connection to each database)."""
 
-    def __init__(self, config: Config, vault: Vault, services: tuple[Ledger, Catalog, GitRepo] | None = None,
-                 door: Door | None = None) -> None:
-        self.config = config
-        self.vault = vault
-        self._services = services  # the daemon's own (one connection per database), else opened here
-        self._door = door
-        self._syncer: Syncer | None = None
+    def __init__(self, door: Door) -> None:
+        self._syncer = Syncer(door.config, door.vault, door.ledger, door.catalog, door.repo, door=door)
 
     def tick(self) -> SyncReport | None:
-        if self._syncer is None:
-            if self._services is None:
-                repo = GitRepo(self.vault.root, self.config.git.author_name, self.config.git.author_email,
-                               self.config.git.lock_retry_seconds)
-                self._services = (Ledger(self.vault.db_path), Catalog(self.vault), repo)
-            self._syncer = Syncer(self.config, self.vault, *self._services, door=self._door)
         if not self._syncer.due():
             return None
         report = self._syncer.round()

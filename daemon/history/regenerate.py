@@ -43,7 +43,7 @@ from ..ingest.concepts import (
 )
 from ..ingest.offline import digest, humanize_file_name
 from ..ingest.plan import redact_source
-from ..ingest.terms import Mention, TermIndex, extract_terms, forget_mention, forget_source, open_term_index
+from ..ingest.terms import Mention, TermIndex, extract_terms, forget_mention, forget_source
 from ..intake.extract import read_source
 from ..intake.ledger import SourceRecord
 from ..intake.names import disk_path
@@ -101,11 +101,11 @@ def _drop_link_lines(body: str, heading: str, targets: set[str]) -> str:
 
 
 class Regenerator:
-    def __init__(self, session: Operation, stem: str, today: date) -> None:
+    def __init__(self, session: Operation, index: TermIndex, stem: str, today: date) -> None:
         self.session = session
         self.stem = stem
         self.today = today
-        self.index: TermIndex = open_term_index(session.vault.state)
+        self.index = index  # the process's term index (its vault context's)
         self.keeper = ConceptKeeper(session.vault, session.catalog, self.index)
         self.result = Regeneration()
         self.person = PersonEdits(session)
@@ -115,9 +115,6 @@ class Regenerator:
         self._pages: dict[str, str] = {}
         self._removed: set[str] = set()  # pages removed by this revert (case-folded)
         self.had_block = OVERVIEW_START in (session.read("overview") or "")
-
-    def close(self) -> None:
-        self.index.close()
 
     def _source_exists(self, stem: str) -> bool:
         return stem != self.stem and (self.session.vault.sources_dir / f"{stem}.md").is_file()

@@ -40,6 +40,7 @@ from ..door import Door, Operation
 from ..history.lookup import bodies_mentioning
 from ..history.regenerate import Regenerator, mask_overview
 from ..history.view import source_path_of
+from ..ingest.terms import TermIndex
 from ..vcs.queries import is_ancestor, paths_changed, resolve_commit
 from ..vcs.repo import CommitInfo
 from ..wiki.index import SUB_PREFIX
@@ -380,10 +381,11 @@ def _history_finder(session: Operation, sha: str, path: str, later: Callable[[],
     return find
 
 
-def revert_ingest(door: Door, target: str, *, today: date | None = None) -> RevertResult:
-    """Undo one ingest as one operation through the door (all or nothing)."""
+def revert_ingest(door: Door, terms: TermIndex, target: str, *, today: date | None = None) -> RevertResult:
+    """Undo one ingest as one operation through the door (all or nothing). ``terms``: the
+    process's term index (the offline engine's pages are recomputed without the source)."""
     with door.operation(OpKind.REVERT, f"undo ingest of {target}", today=today) as op:
-        result = _revert(op, target, today or date.today())
+        result = _revert(op, terms, target, today or date.today())
     result.commit = op.commit_sha
     return result
 
@@ -400,7 +402,7 @@ def _source_stem(ref: IngestRef, session: Operation, pages: list[str]) -> str:
     return own[0].rsplit("/", 1)[-1] if own else ""
 
 
-def _revert(session: Operation, target: str, today: date) -> RevertResult:
+def _revert(session: Operation, terms: TermIndex, target: str, today: date) -> RevertResult:
     ref = find_ingest(session, target)
     repo, sha = session.repo, ref.commit.sha
     done = repo.log("-F", f"--grep=Wikiwright-Reverts: {sha}", limit=1)
@@ -414,17 +416,14 @@ def _revert(session: Operation, target: str, today: date) -> RevertResult:
     names = [p.removeprefix("wiki/").removesuffix(".md") for p in paths]
     stem = _source_stem(ref, session, names)
     own = f"sources/{stem}" if stem else ""
-    regen = Regenerator(session, stem, today)
-    try:
-        # The source leaves the term index in a trial (the pages are recomputed as if it had
-        # gone), made for good only once the revert commits (the door makes the delta).
-        with regen.index.trial() as forgotten:
-            result = _revert_with(session, ref, paths, own, regen)
-        if forgotten:  # nothing when this machine's index never recorded the source
-            session.apply_after_commit(forgotten)
-        return result
-    finally:
-        regen.close()
+    regen = Regenerator(session, terms, stem, today)
+    # The source leaves the term index in a trial (the pages are recomputed as if it had gone),
+    # made for good only once the revert commits (the door makes the delta).
+    with regen.index.trial() as forgotten:
+        result = _revert_with(session, ref, paths, own, regen)
+    if forgotten:  # nothing when this machine's index never recorded the source
+        session.apply_after_commit(forgotten)
+    return result
 
 
 def _revert_with(session: Operation, ref: IngestRef, paths: list[str], own: str, regen: Regenerator) -> RevertResult:

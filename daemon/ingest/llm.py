@@ -182,22 +182,18 @@ def cost_ledger(vault: Vault) -> CostLedger:
     return CostLedger(vault.state / COST_DB)
 
 
-def spend_summary(vault: Vault, config: Config | None = None, now: datetime | None = None,
-                  costs: Callable[[], CostLedger] | None = None) -> dict[str, Any]:
+def spend_summary(vault: Vault, costs: Callable[[], CostLedger], config: Config | None = None,
+                  now: datetime | None = None) -> dict[str, Any]:
     """Spend today and this month against the caps (0 = no cap), for ``status``.
-    ``costs``: the process's cost ledger, asked for only when llm.db exists (else one opened here)."""
+    ``costs``: gives the process's cost ledger, asked for only when llm.db exists (a vault
+    that never called a model gets no llm.db from a status)."""
     now = now or datetime.now()
-    path = vault.state / COST_DB
     today = (0.0, 0, 0)
     month = (0.0, 0, 0)
-    if path.exists():
-        ledger = costs() if costs is not None else CostLedger(path)
-        try:
-            today = ledger.totals(day=now.strftime("%Y-%m-%d"))
-            month = ledger.totals(month=now.strftime("%Y-%m"))
-        finally:
-            if costs is None:
-                ledger.close()
+    if (vault.state / COST_DB).exists():
+        ledger = costs()
+        today = ledger.totals(day=now.strftime("%Y-%m-%d"))
+        month = ledger.totals(month=now.strftime("%Y-%m"))
     llm = config.llm if config is not None else LLMConfig()
     return {
         "today": {"usd": round(today[0], 6), "tokens": today[1], "calls": today[2],
@@ -391,21 +387,17 @@ class LLMClient:
     # Seconds of the first backoff step; doubled each retry (tests make it small).
     backoff_seconds: float = 1.0
 
-    def __init__(self, config: Config, vault: Vault, ledger: Ledger | None = None,
-                 costs: CostLedger | None = None) -> None:
+    def __init__(self, config: Config, vault: Vault, ledger: Ledger | None = None, *, costs: CostLedger) -> None:
         self.config = config
         self.llm = config.llm
         self.vault = vault
         self.ledger = ledger  # the queue ledger, for notices (optional)
-        # The process's cost ledger (its VaultContext's) when given: left open by close().
-        self._own_costs = costs is None
-        self.costs = costs if costs is not None else cost_ledger(vault)
+        self.costs = costs  # the process's cost ledger (its VaultContext's): left open by close()
         self.sleep: Callable[[float], None] = time.sleep
         self._json_mode = "json_schema"  # falls back to json_object once a server refuses it
 
     def close(self) -> None:
-        if self._own_costs:
-            self.costs.close()
+        """Nothing of its own stays open (the cost ledger is the process's)."""
 
     # -- configuration checks -----------------------------------------------------------
 

@@ -201,12 +201,12 @@ class ModelPlanner:
     """Plans an ingest with the configured model (same protocol as ``OfflinePlanner``)."""
 
     def __init__(self, config: Config, vault: Vault, ledger: Ledger, catalog: Catalog,
-                 client: LLMClient | None = None, check: bool = True) -> None:
+                 client: LLMClient, check: bool = True) -> None:
         self.config = config
         self.vault = vault
         self.ledger = ledger
         self.catalog = catalog
-        self.client = client or LLMClient(config, vault, ledger)
+        self.client = client  # the process's (on its cost ledger)
         self.engine = f"model:{config.llm.model}"
         self.system_template = load_prompt("ingest-system.md")
         self.user_template = load_prompt("ingest-user.md")

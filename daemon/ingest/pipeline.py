@@ -39,10 +39,9 @@ from ..door import COMMIT, Door
 from ..door.sourceclaims import SourceClaims
 from ..door.trailers import recovered_ingest
 from ..ingest.cost import APPROVAL_RECHECK_SECONDS, COSTLY_SOURCE, costly_proposal
-from ..ingest.plan import IngestPlan, OfflinePlanner, prepare, source_page_name
+from ..ingest.plan import IngestPlan, prepare, source_page_name
 from ..ingest.rawcommit import include_source
 from ..ingest.selffeed import SELF_FEEDING_RULE, is_own_page
-from ..ingest.terms import TERMS_SINK
 from ..intake.extract import SourceText
 from ..intake.ledger import FileRecord, SourceRecord
 from ..intake.names import disk_name, disk_path, shown_name
@@ -85,7 +84,7 @@ class Pipeline:
     def __init__(
         self,
         door: Door,
-        planner: Planner | None = None,
+        planner: Planner,
         stop: threading.Event | None = None,
         clock: Callable[[], date] = date.today,
     ) -> None:
@@ -95,12 +94,7 @@ class Pipeline:
         self.ledger = door.ledger
         self.catalog = door.catalog
         self.repo = door.repo
-        self.planner: Planner = planner or OfflinePlanner(self.config, self.vault, self.ledger, self.catalog)
-        if isinstance(self.planner, OfflinePlanner):
-            # The term deltas its plans carry are made in its index, unless the door has the
-            # process's own (the vault context's, which the planner shares then).
-            terms = self.planner.terms
-            door.add_sink(TERMS_SINK, lambda: terms)
+        self.planner = planner  # the process's (VaultContext.planner: the model's or the offline engine)
         self.stop = stop or threading.Event()
         self.clock = clock
         # Seconds a job waits before the next try (instance knobs so tests can shorten them).

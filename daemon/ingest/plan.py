@@ -30,7 +30,7 @@ from ..ingest.offline import (
     qualify_title,
     render_source_page,
 )
-from ..ingest.terms import TermIndex, extract_terms, open_term_index, source_keyphrases
+from ..ingest.terms import TermIndex, extract_terms, source_keyphrases
 from ..intake.extract import Limits, SourceText, extract_source
 from ..intake.ledger import FileRecord, Ledger
 from ..intake.names import disk_path, shown_name
@@ -180,14 +180,12 @@ class OfflinePlanner:
 
     engine = ENGINE_NAME
 
-    def __init__(self, config: Config, vault: Vault, ledger: Ledger, catalog: Catalog,
-                 terms: TermIndex | None = None) -> None:
+    def __init__(self, config: Config, vault: Vault, ledger: Ledger, catalog: Catalog, terms: TermIndex) -> None:
         self.config = config
         self.vault = vault
         self.ledger = ledger
         self.catalog = catalog
-        # The process's term index (its VaultContext's) when given; else one of its own.
-        self.terms = terms if terms is not None else open_term_index(vault.state)
+        self.terms = terms  # the process's term index (its VaultContext's)
         self.concepts = ConceptKeeper(vault, catalog, self.terms)
         # Concept pages, overview.md and the term index are shared by sources: the pipeline
         # runs plan_read and the commit one source at a time through this lock, so no change is

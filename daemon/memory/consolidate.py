@@ -33,7 +33,7 @@ from typing import Any
 
 from ..core.config import Config
 from ..core.crashpoints import crash_point
-from ..core.errors import ConsolidationBusy, LLMError
+from ..core.errors import ConsolidationBusy, LLMError, WikiwrightError
 from ..core.fsutil import sha256_bytes
 from ..core.opkinds import FixAction, OpKind
 from ..core.vault import Vault
@@ -54,7 +54,6 @@ from ..memory.gate import (  # the gate, the lock, the log cursor
 from ..memory.gate import LockData as LockData  # re-exported: callers import the lock's data from here
 from ..memory.topics import TOPIC_PAGES, ClaimItem, Item, MergeStats, is_topic_page, parse_entries, update_topic_page
 from ..vcs.repo import GitRepo
-from ..wiki.catalog import Catalog
 from ..wiki.writer import PageChange
 
 log = logging.getLogger(__name__)
@@ -122,33 +121,30 @@ class Consolidator:
         config: Config,
         vault: Vault,
         ledger: Ledger,
-        catalog: Catalog | None = None,
-        repo: GitRepo | None = None,
+        repo: GitRepo,
         *,
+        door: Door | None = None,
         clock: Clock = time.time,
         owner: str | None = None,
         fault: Callable[[str], None] | None = None,
         llm: Any = None,
-        door: Door | None = None,
     ) -> None:
+        """The process's parts (its vault context's): the ledger and repository the gate reads,
+        the door a run writes through (its ledger, catalogue and repository are these; without
+        one, the gate and a dry run only), the model client a model run calls (on the process's
+        cost ledger). A run adds no connection and no second door."""
         self.config = config
         self.settings = config.consolidation
         self.vault = vault
         self.ledger = ledger
-        self.catalog = catalog
-        self.repo = repo or GitRepo(vault.root, config.git.author_name, config.git.author_email,
-                                    config.git.lock_retry_seconds)
+        self.repo = repo
         self.clock = clock
         self.owner = owner or owner_name()
         self.lock = ConsolidationLock(vault, self.settings.stale_lock_minutes, clock)
         # Tests inject a failure at a named step ("after-pages", "before-commit"...).
         self.fault = fault or (lambda step: None)
         self._llm = llm
-        # The process's door (the daemon's): its ledger, catalogue and repository are the ones
-        # above, so a run adds no connection and no second door. Else one made on first use.
-        self._shared_door = door
-        self._door: Door | None = door
-        self._own_catalog = False
+        self._door = door
 
     # -- gate ------------------------------------------------------------------------
 
@@ -254,9 +250,7 @@ class Consolidator:
 
     def _client(self) -> Any:
         if self._llm is None:
-            from ..ingest.llm import LLMClient
-
-            self._llm = LLMClient(self.config, self.vault, self.ledger)
+            raise WikiwrightError("a model run of consolidation needs the process's model client (llm=...)")
         return self._llm
 
     def _model_gather(self, plan: Plan, days: set[date]) -> None:
@@ -338,18 +332,10 @@ class Consolidator:
 
     @property
     def door(self) -> Door:
-        """The door this run writes through (made on first use: the gate alone opens nothing)."""
+        """The door a run writes through (the process's)."""
         if self._door is None:
-            catalog = self.catalog or Catalog(self.vault)
-            self._door = Door(self.config, self.vault, self.ledger, catalog, self.repo)
-            self._own_catalog = self.catalog is None
-            self.catalog = catalog
+            raise WikiwrightError("consolidation writes through the process's door; this one was made to read only")
         return self._door
-
-    def close(self) -> None:
-        if self._door is not None and self._own_catalog:
-            self._door.catalog.close()
-        self._door = self._shared_door
 
     def _ledger_after(self, plan: Plan) -> dict[str, Any]:
         cursor = load_cursor(self.ledger)
@@ -489,31 +475,19 @@ def dry_run_report(consolidator: Consolidator) -> str:
     return "\n".join(out) + "\n"
 
 
-def scheduled_tick(config: Config, vault: Vault, clock: Clock = time.time,
-                   services: tuple[Ledger, Catalog, GitRepo] | None = None, *,
-                   door: Door | None = None, llm: Callable[[], Any] | None = None) -> RunResult | None:
+def scheduled_tick(config: Config, vault: Vault, door: Door, clock: Clock = time.time, *,
+                   llm: Callable[[], Any] | None = None) -> RunResult | None:
     """The daemon's periodic job: apply approved proposals, then run if the gate is open.
-    ``door``: the daemon's (its ledger, catalogue and repository); ``services``: those parts
-    alone (else opened for the tick); ``llm``: makes the model client, on the process's cost
-    ledger, when a run needs one."""
-    if door is not None:
-        services = (door.ledger, door.catalog, door.repo)
-    ledger = services[0] if services else Ledger(vault.db_path)
-    catalog, repo = (services[1], services[2]) if services else (None, None)
+    ``door``: the daemon's (its ledger, catalogue and repository); ``llm``: makes the model
+    client, on the process's cost ledger, when a run needs one."""
+    consolidator = Consolidator(config, vault, door.ledger, door.repo, door=door, clock=clock,
+                                owner=owner_name("daemon"),
+                                llm=llm() if llm is not None and config.llm.enabled else None)
+    if not consolidator.gate().would_run():
+        return None
     try:
-        consolidator = Consolidator(config, vault, ledger, catalog, repo, clock=clock, owner=owner_name("daemon"),
-                                    door=door, llm=llm() if llm is not None and config.llm.enabled else None)
-        if not consolidator.gate().would_run():
-            return None
-        try:
-            result = consolidator.run()
-        except ConsolidationBusy:
-            return None
-        finally:
-            consolidator.close()
-        log.info("consolidation: %s — %s", result.state, result.detail)
-        return result
-    finally:
-        if not services:
-            ledger.close()
-
+        result = consolidator.run()
+    except ConsolidationBusy:
+        return None
+    log.info("consolidation: %s — %s", result.state, result.detail)
+    return result

@@ -474,8 +474,8 @@ def check_reply(reply: dict[str, Any], vault: Vault, catalog: Catalog, context: 
     return Answer(context.question, text, known, "model", citations, refs, flags, context.results)
 
 
-def ask(config: Config, vault: Vault, catalog: Catalog, ledger: Ledger, question: str,
-        costs: Callable[[], Any] | None = None) -> Answer:
+def ask(config: Config, vault: Vault, catalog: Catalog, ledger: Ledger, question: str, *,
+        costs: Callable[[], Any]) -> Answer:
     """Answer ``question`` from the wiki: the model when one is configured, else the best pages.
     ``costs``: gives the process's cost ledger (asked only when the model is called)."""
     if not question.strip():
@@ -487,7 +487,7 @@ def ask(config: Config, vault: Vault, catalog: Catalog, ledger: Ledger, question
         return Answer(question, "The wiki does not know: no page matches the question.", False, "model")
     from ..ingest.llm import LLMClient
 
-    client = LLMClient(config, vault, ledger, costs=costs() if costs is not None else None)
+    client = LLMClient(config, vault, ledger, costs=costs())
     try:
         reply, usage = client.complete_json(
             purpose="ask", system=ASK_SYSTEM, user=context.prompt(), schema=ASK_SCHEMA,

@@ -11,7 +11,8 @@ the term index, the cost ledger and the repository. It builds the one
 It lives in runtime/ because it joins rooms the lower ones may not know (door, ingest,
 intake): a job of upkeep/, memory/ or history/ takes the parts it needs (the door, which
 carries the ledger, catalogue and repository, and a cost ledger or term index), never the
-context itself. Every part is imported where it is first used, so a read-only context
+context itself, and opens none of its own (tests/test_architecture.py: only this module makes
+them, vault creation apart). Every part is imported where it is first used, so a read-only context
 (``write=False``, what ``status`` opens) imports neither the door nor GitPython.
 
 A context made with ``write=False`` refuses what writes: the door, the recovery and the
@@ -25,6 +26,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core.config import Config, load_config
@@ -109,28 +111,31 @@ class VaultContext:
         """The one connection to state.db: the queue and source ledger, notices, and (through
         :attr:`reviews`) the review store."""
         def make() -> Ledger:
+            from ..core.sqlitedb import MEMORY
             from ..intake.ledger import Ledger
 
             if not self.write:
-                return Ledger(self.vault.db_path)
+                # A command that writes nothing does not make a fresh state.db either: an empty
+                # scratch one stands for a vault that has none yet.
+                return Ledger(self.vault.db_path if self.vault.db_path.exists() else Path(MEMORY))
             from ..wiki.reviewfile import ReviewStore
 
-            # The review tables brought to their version first, while no connection of this
-            # process is open: SQLite keeps the descriptor of a connection closed while another
-            # holds a lock on the file, so a migration check later would leave one behind.
-            ReviewStore.migrate(self.vault.db_path)
             ledger = Ledger(self.vault.db_path)
+            # The review tables brought to their version now, before any transaction of the
+            # ledger is open (the door asks for the store inside one).
             with self._lock:
-                self._parts["reviews"] = ReviewStore.on(ledger, migrated=True)
+                self._parts["reviews"] = ReviewStore.on(ledger)
             return ledger
 
         return self._part("ledger", make)
 
     @property
     def reviews(self) -> ReviewStore:
+        """The review store: a table group on the ledger's connection (its tables brought to
+        their version on that connection, once)."""
         from ..wiki.reviewfile import ReviewStore
 
-        ledger = self.ledger  # opened first (a writing context makes its review store with it)
+        ledger = self.ledger
         return self._part("reviews", lambda: ReviewStore.on(ledger))
 
     @contextmanager
@@ -242,14 +247,19 @@ class VaultContext:
 def wire_ingest(door: Door, planner: Planner | None = None, *, terms: TermIndex | None = None,
                 stop: threading.Event | None = None, work_ready: threading.Event | None = None) -> IngestServices:
     """The ingest wiring on a door, written once: the planner (given, else the offline engine
-    on ``terms``), the pipeline through the door, the registrar with the door's limits.
-    :meth:`VaultContext.ingest_services` uses it; so does a test that wires a door by hand."""
+    on ``terms``, the process's term index), the pipeline through the door, the registrar with
+    the door's limits. :meth:`VaultContext.ingest_services` uses it; so does a test that wires
+    a door by hand."""
     from ..ingest.pipeline import Pipeline
     from ..ingest.plan import OfflinePlanner
     from ..intake.watch import Registrar
 
     config, vault = door.config, door.vault
-    chosen = planner or OfflinePlanner(config, vault, door.ledger, door.catalog, terms=terms)
+    chosen = planner
+    if chosen is None:
+        if terms is None:
+            raise WikiwrightError("wire_ingest needs a planner or the term index the offline engine plans with")
+        chosen = OfflinePlanner(config, vault, door.ledger, door.catalog, terms)
     pipeline = Pipeline(door, planner=chosen, stop=stop)
     registrar = Registrar(vault, door.ledger, config.ingest.max_source_bytes, work_ready or threading.Event(),
                           allow_hard_links=config.ingest.allow_hard_links)

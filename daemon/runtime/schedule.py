@@ -44,8 +44,7 @@ def periodic_jobs(ctx: VaultContext) -> list[PeriodicJob]:
         def sync_job() -> Any:
             from ..door.sync import SyncJob
 
-            door = ctx.door
-            return SyncJob(config, vault, (door.ledger, door.catalog, door.repo), door=door)
+            return SyncJob(ctx.door)
 
         sync = _made_once(sync_job)
         jobs.append(PeriodicJob("sync", config.git.sync_interval_seconds, lambda: sync().tick()))
@@ -55,4 +54,4 @@ def periodic_jobs(ctx: VaultContext) -> list[PeriodicJob]:
 def _consolidation_tick(ctx: VaultContext) -> None:
     from ..memory.consolidate import scheduled_tick  # imported at the first check, not at start
 
-    scheduled_tick(ctx.config, ctx.vault, door=ctx.door, llm=ctx.llm_client)
+    scheduled_tick(ctx.config, ctx.vault, ctx.door, llm=ctx.llm_client)

@@ -70,7 +70,7 @@ def gather(ctx: VaultContext | Config, vault: Vault | None = None, *, recent: in
     engine = f"model:{config.llm.model}" if config.llm.enabled else "offline (no model configured)"
     from ..ingest.llm import spend_summary  # litellm itself is not imported by this
 
-    spend = spend_summary(vault, config, costs=lambda: ctx.costs)
+    spend = spend_summary(vault, lambda: ctx.costs, config)
     daemon: dict[str, Any] = {"running": holder is not None, "holder": holder}
     if heartbeat:
         age = time.time() - float(heartbeat.get("time", 0))

@@ -38,7 +38,7 @@ from ..core.errors import SourceRejected
 from ..core.fsutil import TEMP_MARKER, cas_mode
 from ..core.locks import vault_write_lock
 from ..core.opkinds import OpKind
-from ..core.sqlitedb import Schema, open_db
+from ..core.sqlitedb import Schema, migrate_on
 from ..core.vault import Vault, VaultLock
 from ..core.vaultpaths import is_log_file
 from ..intake.ledger import Ledger
@@ -106,67 +106,74 @@ class DoctorReport:
 REQUESTED_KINDS = frozenset({OpKind.REVERT.value, OpKind.RETRACT.value, OpKind.LINT_FIX.value,
                              OpKind.REVIEW_APPROVAL.value})
 
-_STATE_SCHEMA = """
+_STATE_SCHEMA = Schema("doctor", 1, """
 CREATE TABLE IF NOT EXISTS doctor_state (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS doctor_person_lines (path TEXT NOT NULL, line TEXT NOT NULL, PRIMARY KEY (path, line));
 CREATE TABLE IF NOT EXISTS doctor_findings (kind TEXT NOT NULL, text TEXT NOT NULL, PRIMARY KEY (kind, text));
 CREATE TABLE IF NOT EXISTS doctor_pages (path TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
                                          problem TEXT NOT NULL, claims INTEGER NOT NULL, uncited INTEGER NOT NULL);
-"""
+""")
 
 
 class DoctorState:
     """What earlier doctor runs verified, in the state database (state.db): the commit each
-    history check reached, the lines people wrote that still stand there, and the findings."""
+    history check reached, the lines people wrote that still stand there, and the findings.
+    A table group on the ledger's connection (as the review store is): a doctor run inside a
+    process adds no connection to state.db."""
 
-    def __init__(self, vault: Vault) -> None:
-        self._db = open_db(vault.db_path, Schema("doctor", 1, _STATE_SCHEMA), synchronous="NORMAL")
-
-    def close(self) -> None:
-        self._db.close()
+    def __init__(self, ledger: Ledger) -> None:
+        self._db, self._lock = ledger.shared_connection()
+        self._ledger = ledger
+        with self._lock:
+            migrate_on(self._db, ledger.path, _STATE_SCHEMA)
 
     def get(self, key: str) -> str:
-        row = self._db.execute("SELECT value FROM doctor_state WHERE key=?", (key,)).fetchone()
+        with self._lock:
+            row = self._db.execute("SELECT value FROM doctor_state WHERE key=?", (key,)).fetchone()
         return str(row[0]) if row else ""
 
     def put(self, key: str, value: str) -> None:
-        self._db.execute("INSERT OR REPLACE INTO doctor_state(key, value) VALUES (?,?)", (key, value))
+        with self._lock:
+            self._db.execute("INSERT OR REPLACE INTO doctor_state(key, value) VALUES (?,?)", (key, value))
 
     def reset_lines(self) -> None:
-        self._db.execute("BEGIN IMMEDIATE")
-        self._db.execute("DELETE FROM doctor_person_lines")
-        self._db.execute("DELETE FROM doctor_findings")
-        self._db.execute("DELETE FROM doctor_state WHERE key='person_lines_head'")
-        self._db.execute("COMMIT")
+        with self._ledger.atomic() as db:
+            db.execute("DELETE FROM doctor_person_lines")
+            db.execute("DELETE FROM doctor_findings")
+            db.execute("DELETE FROM doctor_state WHERE key='person_lines_head'")
 
     def lines(self) -> set[tuple[str, str]]:
-        return {(str(p), str(line)) for p, line in self._db.execute("SELECT path, line FROM doctor_person_lines")}
+        with self._lock:
+            rows = self._db.execute("SELECT path, line FROM doctor_person_lines").fetchall()
+        return {(str(p), str(line)) for p, line in rows}
 
     def save_lines(self, lines: set[tuple[str, str]], *, since_empty: bool) -> None:
         old = set() if since_empty else self.lines()
-        self._db.execute("BEGIN IMMEDIATE")
-        self._db.executemany("DELETE FROM doctor_person_lines WHERE path=? AND line=?", sorted(old - lines))
-        self._db.executemany("INSERT OR IGNORE INTO doctor_person_lines(path, line) VALUES (?,?)",
-                             sorted(lines - old))
-        self._db.execute("COMMIT")
+        with self._ledger.atomic() as db:
+            db.executemany("DELETE FROM doctor_person_lines WHERE path=? AND line=?", sorted(old - lines))
+            db.executemany("INSERT OR IGNORE INTO doctor_person_lines(path, line) VALUES (?,?)",
+                           sorted(lines - old))
 
     def page_stats(self) -> dict[str, tuple[int, int, str, int, int]]:
-        rows = self._db.execute("SELECT path, size, mtime_ns, problem, claims, uncited FROM doctor_pages")
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT path, size, mtime_ns, problem, claims, uncited FROM doctor_pages").fetchall()
         return {str(r[0]): (int(r[1]), int(r[2]), str(r[3]), int(r[4]), int(r[5])) for r in rows}
 
     def save_page_stats(self, stats: dict[str, tuple[int, int, str, int, int]]) -> None:
-        self._db.execute("BEGIN IMMEDIATE")
-        self._db.execute("DELETE FROM doctor_pages")
-        self._db.executemany("INSERT INTO doctor_pages(path, size, mtime_ns, problem, claims, uncited) "
-                             "VALUES (?,?,?,?,?,?)", [(k, *v) for k, v in stats.items()])
-        self._db.execute("COMMIT")
+        with self._ledger.atomic() as db:
+            db.execute("DELETE FROM doctor_pages")
+            db.executemany("INSERT INTO doctor_pages(path, size, mtime_ns, problem, claims, uncited) "
+                           "VALUES (?,?,?,?,?,?)", [(k, *v) for k, v in stats.items()])
 
     def add_findings(self, kind: str, texts: list[str]) -> None:
-        self._db.executemany("INSERT OR IGNORE INTO doctor_findings(kind, text) VALUES (?,?)",
-                             [(kind, t) for t in texts])
+        with self._lock:
+            self._db.executemany("INSERT OR IGNORE INTO doctor_findings(kind, text) VALUES (?,?)",
+                                 [(kind, t) for t in texts])
 
     def findings(self, kind: str) -> list[str]:
-        rows = self._db.execute("SELECT text FROM doctor_findings WHERE kind=? ORDER BY rowid", (kind,))
+        with self._lock:
+            rows = self._db.execute("SELECT text FROM doctor_findings WHERE kind=? ORDER BY rowid", (kind,)).fetchall()
         return [str(r[0]) for r in rows]
 
 
@@ -222,41 +229,41 @@ def sweep_own_temp_files(vault: Vault, min_age: float = 0.0) -> list[str]:
 # -- the checks ------------------------------------------------------------------------------
 
 class Doctor:
+    """The checks on the process's ledger and repository (its vault context's: a doctor run
+    in the daemon or a command opens no connection of its own)."""
+
     def __init__(
-        self, config: Config, vault: Vault, *, repair: bool = True, grace_seconds: float | None = None,
-        full: bool = False,
+        self, config: Config, vault: Vault, ledger: Ledger, repo: GitRepo, *, repair: bool = True,
+        grace_seconds: float | None = None, full: bool = False,
     ) -> None:
         self.config = config
         self.vault = vault
+        self.ledger = ledger
         self.repair = repair
         self.full = full
         # A running daemon has this long to record a new file: its next rescan at the latest.
         self.grace = (config.watch.rescan_minutes * 60 + config.watch.debounce_seconds + 60
                       if grace_seconds is None else grace_seconds)
-        self.repo = GitRepo(vault.root, config.git.author_name, config.git.author_email)
+        self.repo = repo
         self._lost = self._unseen = self._no_commit = self._removed_lines = 0
 
     def run(self) -> DoctorReport:
         holder = VaultLock(self.vault).holder()
         running = holder is not None
-        ledger = Ledger(self.vault.db_path)
-        self._state = DoctorState(self.vault)
-        try:
-            checks = [
-                self._accounting(ledger, running),
-                self._commits(ledger),
-                self._sources_kept(ledger),
-                self._temp_files(running),
-                self._locks(),
-                self._fsck(),
-                self._pages(),
-                self._person_lines(),
-                CheckResult("writes", True, f"compare-and-swap by {cas_mode(self.vault.wiki)}"),  # DESIGN.md rule 4
-            ]
-            states = ledger.counts()
-        finally:
-            ledger.close()
-            self._state.close()
+        ledger = self.ledger
+        self._state = DoctorState(ledger)
+        checks = [
+            self._accounting(ledger, running),
+            self._commits(ledger),
+            self._sources_kept(ledger),
+            self._temp_files(running),
+            self._locks(),
+            self._fsck(),
+            self._pages(),
+            self._person_lines(),
+            CheckResult("writes", True, f"compare-and-swap by {cas_mode(self.vault.wiki)}"),  # DESIGN.md rule 4
+        ]
+        states = ledger.counts()
         return DoctorReport(
             vault=str(self.vault.root), daemon_running=running, checks=checks, states=states,
             lost=self._lost + self._no_commit, unseen=self._unseen, person_lines_removed=self._removed_lines,
@@ -655,8 +662,9 @@ def _diff_lines(diff: str) -> tuple[set[tuple[str, str]], set[tuple[str, str]]]:
     return added, removed
 
 
-def run_doctor(config: Config, vault: Vault, *, repair: bool = True, full: bool = False) -> DoctorReport:
-    return Doctor(config, vault, repair=repair, full=full).run()
+def run_doctor(config: Config, vault: Vault, ledger: Ledger, repo: GitRepo, *, repair: bool = True,
+               full: bool = False) -> DoctorReport:
+    return Doctor(config, vault, ledger, repo, repair=repair, full=full).run()
 
 
 def format_report(report: DoctorReport) -> str:

@@ -661,10 +661,11 @@ def _conflict_markers(pages: dict[str, _Page]) -> list[Finding]:
 def run_lint(
     vault: Vault,
     config: LintConfig,
-    catalog: Catalog | None = None,
+    catalog: Catalog,
     suppressed_ids: Iterable[str] = (),
 ) -> LintReport:
-    """Every check over the whole wiki. Findings in ``suppressed_ids`` are set apart."""
+    """Every check over the whole wiki (its pages as the process's catalogue lists them).
+    Findings in ``suppressed_ids`` are set apart."""
     started = time.perf_counter()
     # Lint builds ~100 objects a page and frees none until the end: the cyclic collector
     # would rescan them over and over (superlinear at 10,000 pages). Refcounting still runs.
@@ -677,16 +678,10 @@ def run_lint(
             gc.enable()
 
 
-def _run(vault: Vault, config: LintConfig, catalog: Catalog | None, suppressed_ids: Iterable[str],
+def _run(vault: Vault, config: LintConfig, catalog: Catalog, suppressed_ids: Iterable[str],
          started: float) -> LintReport:
-    own = catalog is None
-    cat = catalog or Catalog(vault)
-    try:
-        cat.refresh()
-        entries = cat.entries()
-    finally:
-        if own:
-            cat.close()
+    catalog.refresh()
+    entries = catalog.entries()
     pages: dict[str, _Page] = {}
     for entry in entries:
         page = _load(vault, entry)

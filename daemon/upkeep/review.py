@@ -63,14 +63,13 @@ from ..wiki.reviewfile import (
     replace_line,
     review_lock,
     struck,
-    suppressed_ids,
 )
 from ..wiki.writer import PageChange
 
 log = logging.getLogger(__name__)
 
 __all__ = ["HEADER", "HELD_BACK", "Item", "Proposal", "ReviewJobs", "ReviewQueue", "ReviewStore", "finding_proposal",
-           "parse_review", "proposal", "suppressed_ids"]
+           "parse_review", "proposal"]
 
 
 def finding_proposal(finding: Finding) -> Proposal:
@@ -120,13 +119,13 @@ class Outcome:
 class ReviewQueue:
     """Syncs lint findings into REVIEW.md and carries out a person's answers."""
 
-    def __init__(self, config: Config, vault: Vault, door: Door | Callable[[], Door] | None = None,
+    def __init__(self, config: Config, vault: Vault, door: Door | Callable[[], Door],
                  client: Callable[[], Any] | None = None) -> None:
         self.config = config
         self.vault = vault
-        # The process's door (its ledger, catalogue and repository; or what gives it, asked at
-        # first use), or one of its own, opened when first needed and closed with the queue.
-        self._shared_door = door
+        # The process's door (its ledger, catalogue and repository), or what gives it, asked at
+        # first use (the daemon builds its jobs before its setup opens the door).
+        self._door = door
         # Makes the model client of the prose check (the process's, on its cost ledger).
         self._client = client
         self._ready = False
@@ -138,8 +137,7 @@ class ReviewQueue:
     def _open(self) -> None:
         if self._ready:
             return
-        shared = self._shared_door
-        self.door = (shared() if callable(shared) else shared) or Door.open(self.config, self.vault)
+        self.door = self._door() if callable(self._door) else self._door
         self.ledger, self.catalog, self.repo = self.door.ledger, self.door.catalog, self.door.repo
         self.store = ReviewStore.on(self.ledger)
         self._op: Operation | None = None  # the operation an answer is being carried out in
@@ -148,8 +146,6 @@ class ReviewQueue:
     def close(self) -> None:
         if self._ready:
             self.store.close()
-            if self._shared_door is None:
-                self.door.close()
             self._ready = False
 
     @property
@@ -170,8 +166,11 @@ class ReviewQueue:
     def _prose_check(self, report: LintReport, hidden: set[str]) -> None:
         """The optional model-assisted check; a model failure never fails lint itself."""
         from ..core.errors import LLMError
-        from ..ingest.llm import LLMClient
         from ..upkeep.prose_check import run_prose_check
+
+        if self._client is None:
+            log.warning("prose check skipped: no model client was given to the review queue")
+            return
 
         texts = {}
         for name, text in self.catalog.iter_bodies():
@@ -181,7 +180,7 @@ class ReviewQueue:
                 texts[name] = parse_page(text).body
             except FrontMatterError:
                 continue
-        client = self._client() if self._client is not None else LLMClient(self.config, self.vault, self.ledger)
+        client = self._client()  # the process's (on its cost ledger)
         try:
             result = run_prose_check(self.config, texts, client)
         except LLMError as exc:
@@ -546,7 +545,7 @@ LINT_CHECK_SECONDS = 300.0
 class ReviewJobs:
     """Two periodic jobs: lint when due (a wall-clock gate), and the REVIEW.md watch."""
 
-    def __init__(self, config: Config, vault: Vault, door: Door | Callable[[], Door] | None = None,
+    def __init__(self, config: Config, vault: Vault, door: Door | Callable[[], Door],
                  client: Callable[[], Any] | None = None) -> None:
         self.config = config
         self.vault = vault

@@ -44,7 +44,7 @@ from typing import Any
 
 from ..core.locks import vault_write_lock
 from ..core.secrets import redact
-from ..core.sqlitedb import Schema, migrate, open_db
+from ..core.sqlitedb import Schema, migrate_on, open_db
 from ..core.vault import Vault
 from ..intake.ledger import Ledger
 
@@ -290,25 +290,18 @@ class ReviewStore:
         self._lock = threading.RLock()
         self._owned = True
 
-    @staticmethod
-    def migrate(db_path: Path) -> None:
-        """Bring the review tables of ``db_path`` to their version (a short connection of its
-        own: best before the ledger's opens, as SQLite keeps a closed descriptor open while
-        another connection of the process holds a lock on the file)."""
-        migrate(db_path, _REVIEW_SCHEMA)
-
     @classmethod
-    def on(cls, ledger: Ledger, *, migrated: bool = False) -> ReviewStore:
+    def on(cls, ledger: Ledger) -> ReviewStore:
         """The store on the ledger's own connection (its lock too): a long-lived store in the
         daemon adds no connection to state.db. Closing it leaves the ledger's open. The review
-        tables are brought to their version once per ledger (``migrated``: already done, by
-        :meth:`migrate` before the ledger opened)."""
-        if not migrated and getattr(ledger, "_review_schema_checked", False) is not True:
-            migrate(ledger.path, _REVIEW_SCHEMA)
-        ledger._review_schema_checked = True  # type: ignore[attr-defined]
+        tables are brought to their version once per ledger, on that connection."""
         store = cls.__new__(cls)
         store._db, store._lock = ledger.shared_connection()
         store._owned = False
+        if getattr(ledger, "_review_schema_checked", False) is not True:
+            with store._lock:  # on the ledger's connection: no second one (nor its descriptor) to state.db
+                migrate_on(store._db, ledger.path, _REVIEW_SCHEMA)
+        ledger._review_schema_checked = True  # type: ignore[attr-defined]
         return store
 
     def close(self) -> None:
@@ -360,17 +353,6 @@ class ReviewStore:
                 "UPDATE review_items SET state=?, note=?, commit_sha=?, updated_at=? WHERE id=?",
                 (state, note, commit_sha, time.time(), item_id),
             )
-
-
-def suppressed_ids(vault: Vault) -> set[str]:
-    """Ids a person rejected or dismissed: never proposed again, left out of lint reports."""
-    if not vault.db_path.exists():
-        return set()
-    store = ReviewStore(vault.db_path)
-    try:
-        return store.ids(SUPPRESSED_STATES)
-    finally:
-        store.close()
 
 
 # -- reading answers ----------------------------------------------------------------------------
