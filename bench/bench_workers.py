@@ -31,11 +31,8 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from tests.llm_server import ScriptedServer, user_prompt
 from wikiwright.core.config import load_config
-from wikiwright.door import Door
 from wikiwright.door.init import init_vault
-from wikiwright.ingest.llm_planner import ModelPlanner
-from wikiwright.ingest.pipeline import Pipeline
-from wikiwright.intake.watch import Registrar
+from wikiwright.runtime.context import VaultContext
 
 HUBS = ("project-heron", "latency")
 
@@ -55,11 +52,11 @@ def _script(request: dict[str, Any]) -> dict[str, Any]:
 def run(tmp: Path, sources: int, workers: int) -> dict[str, float]:
     vault, _ = init_vault(tmp / f"w{workers}", "wikiwright", "wikiwright@localhost")
     with ScriptedServer(_script) as server:
-        config = server.config(load_config(vault.root))
-        door = Door.open(config, vault)
-        planner = ModelPlanner(config, vault, door.ledger, door.catalog)
-        pipeline = Pipeline(door, planner=planner)
-        registrar = Registrar(vault, door.ledger, config.ingest.max_source_bytes, threading.Event())
+        # The process's vault context on the model's config and its ingest wiring; the workers
+        # are threads draining its one pipeline, as the daemon's are.
+        ctx = VaultContext(server.config(load_config(vault.root)), vault)
+        services = ctx.ingest_services()
+        door, pipeline, registrar = ctx.door, services.pipeline, services.registrar
         (vault.raw / "hubs.md").write_text("# Hubs\n\nproject-heron and latency.\n")
         registrar.register(vault.raw / "hubs.md")
         while pipeline.drain_once() is not None:
@@ -90,7 +87,7 @@ def run(tmp: Path, sources: int, workers: int) -> dict[str, float]:
         ingested = sum(1 for f in door.ledger.files("ingested", kind="raw")) - 1
         review = (vault.root / "REVIEW.md").read_text(encoding="utf-8")
         conflicts = review.count("changed while wikiwright worked on it")
-        door.close()
+        ctx.close()
     return {"ingested": ingested, "conflicts": conflicts, "replans": replans[0], "calls": calls / max(1, sources),
             "seconds": took}
 
