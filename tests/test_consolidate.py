@@ -14,7 +14,6 @@ from wikiwright.core.config import Config
 from wikiwright.core.errors import ConsolidationBusy
 from wikiwright.core.vault import Vault
 from wikiwright.intake.ledger import Ledger
-from wikiwright.intake.watch import Registrar
 from wikiwright.memory.consolidate import (
     ConsolidationLock,
     Consolidator,
@@ -26,6 +25,7 @@ from wikiwright.upkeep.lint import run_lint
 from wikiwright.wiki.catalog import PageEntry
 from wikiwright.wiki.index import MAX_INDEX_BYTES, MAX_INDEX_LINES, render_index_block
 
+from tests.conftest import Services
 from tests.helpers import cli, git
 from tests.logweek import generate_week, surviving
 
@@ -232,12 +232,12 @@ def test_check_cli_prints_gates_and_exit_code(vault: Vault) -> None:
     assert again.returncode == 1 and "h since the last" in again.stdout
 
 
-def test_a_week_of_logs_consolidates_with_every_planted_fact(config: Config, vault: Vault, ledger: Ledger) -> None:
+def test_a_week_of_logs_consolidates_with_every_planted_fact(services: Services) -> None:
+    config, vault, ledger = services.config, services.vault, services.ledger
     written = generate_week(vault.logs)
     assert written >= 100_000
-    registrar = Registrar(vault, ledger, config.ingest.max_source_bytes, __import__("threading").Event())
     for path in sorted(vault.logs.glob("*.md")):
-        registrar.register(path)
+        services.registrar.register(path)  # as the daemon's watcher, through its wiring
     assert len(ledger.files("pending", kind="log")) == 7
     result = _consolidator(config, vault, ledger, Clock()).run()
     assert result.state == "consolidated" and result.plan is not None

@@ -14,6 +14,7 @@ from wikiwright.core.vault import Vault
 from wikiwright.core.vaultpaths import is_log_file
 from wikiwright.door.door import Door
 from wikiwright.door.init import init_vault
+from wikiwright.runtime.context import VaultContext
 from wikiwright.upkeep.lint import run_lint
 from wikiwright.wiki.logfile import MAX_LOG_BYTES, MAX_LOG_ENTRIES, appended_log, log_entry, plan_archive
 
@@ -182,7 +183,8 @@ def test_a_crash_anywhere_in_an_archiving_operation_loses_and_doubles_no_entry(t
     child, as the door's crash sweep does), then the restart: each entry once, the archive committed."""
     base = tmp_path / "base"
     init_vault(base, "wikiwright", "wikiwright@localhost")
-    door = Door.open(load_config(base), Vault(base))
+    ctx = VaultContext(load_config(base), Vault(base))
+    door = ctx.door
     entry = log_entry("lint", "operation 99", [DETAIL], date(2031, 6, 2))
     count = 0
     try:  # up to where one more entry passes log.md's byte bound
@@ -190,12 +192,12 @@ def test_a_crash_anywhere_in_an_archiving_operation_loses_and_doubles_no_entry(t
             _log_operations(door, count, 1, date(2031, 6, 1))
             count += 1
     finally:
-        door.close()
+        ctx.close()
     assert not (base / "wiki" / "log").exists()
 
     def operation(root: Path) -> None:
-        with Door.open(load_config(root), Vault(root)) as door:
-            _log_operations(door, count, 1, date(2031, 6, 2))
+        with VaultContext(load_config(root), Vault(root)) as opened:
+            _log_operations(opened.door, count, 1, date(2031, 6, 2))
 
     crashed = 0
     for point in CRASH_POINTS:
@@ -203,7 +205,8 @@ def test_a_crash_anywhere_in_an_archiving_operation_loses_and_doubles_no_entry(t
         shutil.copytree(base, root, symlinks=True)
         if _run(operation, root, point):
             crashed += 1
-            Door.open(load_config(root), Vault(root)).close()  # the restart: recovery
+            with VaultContext(load_config(root), Vault(root)) as restarted:
+                restarted.door.recover()  # the restart: its door opened (the recovery runs), nothing left
             if f"lint: operation {count}" not in git(root, "log", "--format=%s"):
                 operation(root)  # it had not committed: done again
         assert _entry_counts(root) == Counter(f"operation {n}" for n in range(count + 1)), point

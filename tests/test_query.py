@@ -11,8 +11,8 @@ from typing import Any
 
 from wikiwright.core.config import Config
 from wikiwright.core.locks import vault_write_lock
-from wikiwright.door import Door
 from wikiwright.query.query import ask, daemon_keeps_catalog_fresh, describe_claim, gather_context, save_answer, search
+from wikiwright.runtime.context import VaultContext
 from wikiwright.wiki.catalog import Catalog
 from wikiwright.wiki.pages import get_section, parse_claims, parse_page
 
@@ -136,11 +136,10 @@ def test_ask_save_files_a_linked_answer_page_in_one_commit(services: Services) -
     build_story(services)
     with ScriptedServer(_reply) as server:
         config = _model_config(services, server)
-        services.ledger.close()
-        services.catalog.close()
-        with Door.open(config, services.vault) as door:
-            answer = ask(config, services.vault, door.catalog, door.ledger, "What is the billing API rate limit?")
-            page, sha = save_answer(door, answer, date(2026, 5, 1))
+        services.close()
+        with VaultContext(config, services.vault) as ctx:
+            answer = ask(config, services.vault, ctx.catalog, ctx.ledger, "What is the billing API rate limit?")
+            page, sha = save_answer(ctx.door, answer, date(2026, 5, 1))
     root = services.vault.root
     assert sha and page == "answers/what-is-the-billing-api-rate-limit"
     saved = parse_page((services.vault.wiki / f"{page}.md").read_text())

@@ -7,7 +7,7 @@ from typing import Any
 
 from wikiwright.core.config import Config, load_config
 from wikiwright.core.vault import Vault
-from wikiwright.door import Door
+from wikiwright.runtime.context import VaultContext
 from wikiwright.upkeep.review import ReviewQueue, ReviewStore, parse_review
 
 from tests.helpers import cli, daemon_log, git, start_daemon, wait_for
@@ -16,7 +16,7 @@ from tests.lint_fixture import EXPECTED, build_fixture
 
 def _propose(vault: Vault, kind: str, items: list[Any]) -> list[str]:
     """Proposals through REVIEW.md's one writer, the door (committed with the operation)."""
-    with Door.open(load_config(vault.root), vault) as door, door.operation("lint", "proposals") as op:
+    with VaultContext(load_config(vault.root), vault) as ctx, ctx.door.operation("lint", "proposals") as op:
         return op.propose(kind, items)
 
 

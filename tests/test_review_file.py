@@ -9,9 +9,9 @@ from typing import Any
 
 from wikiwright.core.config import load_config
 from wikiwright.core.vault import Vault
-from wikiwright.door import Door
 from wikiwright.ingest.llm_planner import held_proposals
 from wikiwright.ingest.operations import Workspace
+from wikiwright.runtime.context import VaultContext
 from wikiwright.upkeep.review import ReviewQueue
 from wikiwright.wiki.reviewfile import HELD_BACK, ReviewStore, parse_review
 
@@ -28,7 +28,7 @@ SCRIPT = {"op": "add_to_section", "page": "billing-api", "heading": "Embed",
 
 def _propose(vault: Vault, kind: str, items: list[Any]) -> list[str]:
     """Proposals through REVIEW.md's one writer, the door (committed with the operation)."""
-    with Door.open(load_config(vault.root), vault) as door, door.operation("lint", "proposals") as op:
+    with VaultContext(load_config(vault.root), vault) as ctx, ctx.door.operation("lint", "proposals") as op:
         return op.propose(kind, items)
 
 
