@@ -37,7 +37,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import zipfile
 from collections import Counter
@@ -284,24 +283,16 @@ def build_scale(out: Path, count: int, avoid: set[str]) -> list[str]:
 class Run:
     def __init__(self, root: Path) -> None:
         from wikiwright.core.config import load_config
-        from wikiwright.door import Door
         from wikiwright.door.init import init_vault
-        from wikiwright.ingest.terms import open_term_index
-        from wikiwright.intake.ledger import Ledger
-        from wikiwright.intake.watch import Registrar
-        from wikiwright.runtime.context import wire_ingest
-        from wikiwright.vcs.repo import GitRepo
-        from wikiwright.wiki.catalog import Catalog
+        from wikiwright.runtime.context import VaultContext
 
         self.vault, _ = init_vault(root, "wikiwright", "wikiwright@localhost")
         self.config = load_config(self.vault.root)
-        self.ledger = Ledger(self.vault.db_path)
-        self.catalog = Catalog(self.vault)
-        self.catalog.refresh()
-        repo = GitRepo(self.vault.root, "wikiwright", "wikiwright@localhost")
-        self.pipeline = wire_ingest(Door(self.config, self.vault, self.ledger, self.catalog, repo),
-                                    terms=open_term_index(self.vault.state)).pipeline
-        self.registrar = Registrar(self.vault, self.ledger, self.config.ingest.max_source_bytes, threading.Event())
+        # The process's vault context and its ingest wiring (as the daemon's), open until exit.
+        self.ctx = VaultContext(self.config, self.vault)
+        services = self.ctx.ingest_services()
+        self.ledger, self.catalog = self.ctx.ledger, self.ctx.catalog
+        self.pipeline, self.registrar = services.pipeline, services.registrar
         self.planner = self.pipeline.planner
         self.plan_seconds: list[float] = []
         self._read_seconds = 0.0

@@ -29,17 +29,15 @@ import json
 import os
 import pstats
 import random
-import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
-from refcode import export_code, isolate
+from refcode import export_code, isolate, keep_or_remove
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -88,23 +86,14 @@ def run_import(base: Path, sources: int, window: int, profile_at: list[int],
                plan_only: bool = False) -> dict[str, Any]:
     """Ingest ``sources`` notes into a fresh vault; per-source CPU and wall seconds."""
     from wikiwright.core.config import load_config
-    from wikiwright.door import Door
     from wikiwright.door.init import init_vault
-    from wikiwright.ingest.terms import open_term_index
-    from wikiwright.intake.ledger import Ledger
-    from wikiwright.intake.watch import Registrar
-    from wikiwright.runtime.context import wire_ingest
-    from wikiwright.vcs.repo import GitRepo
-    from wikiwright.wiki.catalog import Catalog
+    from wikiwright.runtime.context import VaultContext
 
     vault, _ = init_vault(base / "vault", "wikiwright", "wikiwright@localhost")
-    config = load_config(vault.root)
-    ledger = Ledger(vault.db_path)
-    catalog = Catalog(vault)
-    catalog.refresh()
-    repo = GitRepo(vault.root, "wikiwright", "wikiwright@localhost")
-    pipeline = wire_ingest(Door(config, vault, ledger, catalog, repo), terms=open_term_index(vault.state)).pipeline
-    registrar = Registrar(vault, ledger, config.ingest.max_source_bytes, threading.Event())
+    # The process's vault context and its ingest wiring, as the daemon's (--compare REF: REF's).
+    ctx = VaultContext(load_config(vault.root), vault)
+    services = ctx.ingest_services()
+    pipeline, registrar = services.pipeline, services.registrar
     phases: dict[str, list[float]] = {"plan": [], "read": [], "plan_read": [], "door": []}
     # cProfile of each window asked for (the whole ingest, or only the planner's steps).
     profilers = {start: cProfile.Profile() for start in profile_at}
@@ -166,8 +155,7 @@ def run_import(base: Path, sources: int, window: int, profile_at: list[int],
         text = io.StringIO()
         pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(40)
         out["profiles"][str(start)] = text.getvalue()
-    ledger.close()
-    catalog.close()
+    ctx.close()
     return out
 
 
@@ -260,10 +248,7 @@ def main() -> int:
                 print(f"\ncProfile of {label}, {what}, sources {int(start) + 1}-{int(start) + args.window}:\n")
                 print(profile)
     finally:
-        if args.keep:
-            print(f"kept {base}")
-        else:
-            shutil.rmtree(base, ignore_errors=True)
+        keep_or_remove(base, args.keep)
     return 0
 
 

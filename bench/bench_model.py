@@ -27,7 +27,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -38,15 +37,8 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 from tests.llm_server import ScriptedServer, prompt_text
 from wikiwright.core.config import load_config
 from wikiwright.core.vault import Vault
-from wikiwright.door import Door
 from wikiwright.door.init import init_vault
-from wikiwright.ingest.llm import CostLedger, LLMClient, cost_ledger
-from wikiwright.ingest.llm_planner import ModelPlanner
-from wikiwright.ingest.pipeline import Pipeline
-from wikiwright.intake.ledger import Ledger
-from wikiwright.intake.watch import Registrar
-from wikiwright.vcs.repo import GitRepo
-from wikiwright.wiki.catalog import Catalog
+from wikiwright.runtime.context import VaultContext
 from wikiwright.wiki.pages import Page, render_page
 
 SYLLABLES = ["ka", "lo", "mi", "ran", "tor", "vex", "qui", "zen", "bar", "dul", "fen", "gor", "hal", "jin", "mor",
@@ -94,18 +86,14 @@ def run_size(size: int, sources: int) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()
         vault, titles = build_wiki(Path(tmp) / "vault", size, rng)
-        ledger = Ledger(vault.db_path)
-        catalog = Catalog(vault)
-        catalog.refresh()
-        setup = time.perf_counter() - t0
         with ScriptedServer(reply_for) as server:
             os.environ["SCRIPTED_LLM_KEY"] = "sk-bench"
-            config = server.config(load_config(vault.root))
-            repo = GitRepo(vault.root)
-            client = LLMClient(config, vault, ledger, costs=cost_ledger(vault))
-            planner = ModelPlanner(config, vault, ledger, catalog, client=client)
-            pipeline = Pipeline(Door(config, vault, ledger, catalog, repo), planner=planner)
-            registrar = Registrar(vault, ledger, 10**7, threading.Event())
+            # The process's vault context on the model's config, and its ingest wiring.
+            ctx = VaultContext(server.config(load_config(vault.root)), vault)
+            ctx.catalog.refresh()
+            setup = time.perf_counter() - t0
+            services = ctx.ingest_services()
+            pipeline, registrar, costs = services.pipeline, services.registrar, ctx.costs
             # One warm-up ingest (imports litellm, warms caches), not measured.
             warm = vault.raw / "warmup.md"
             warm.write_text(source_text(random.Random(999), titles, 999))
@@ -117,20 +105,17 @@ def run_size(size: int, sources: int) -> dict[str, float]:
                 path.write_text(source_text(random.Random(index), titles, index))
                 registrar.register(path)
                 before = len(server.requests)
-                costs = CostLedger(vault.state / "llm.db")
                 model_before = costs._db.execute("SELECT coalesce(sum(latency_s),0) FROM llm_calls").fetchone()[0]
                 started = time.perf_counter()
                 result = pipeline.drain_once()
                 wall = time.perf_counter() - started
                 model_after = costs._db.execute("SELECT coalesce(sum(latency_s),0) FROM llm_calls").fetchone()[0]
-                costs.close()
                 assert result is not None and result.state == "ingested", result
                 new = server.requests[before:]
                 calls.append(len(new))
                 prompts.append(sum(len(prompt_text(r)) for r in new) / 4)
                 ours.append(wall - (model_after - model_before))
-        ledger.close()
-        catalog.close()
+        ctx.close()
     return {"size": size, "setup_s": setup, "prompt_tokens": statistics.mean(prompts),
             "prompt_tokens_max": max(prompts), "calls": statistics.mean(calls), "calls_max": max(calls),
             "ours_ms": statistics.median(ours) * 1000}
@@ -203,15 +188,9 @@ def kestrel_story(pages: int) -> int:
 
         with ScriptedServer(model) as server:
             os.environ["SCRIPTED_LLM_KEY"] = "sk-bench"
-            config = server.config(load_config(vault.root))
-            ledger = Ledger(vault.db_path)
-            catalog = Catalog(vault)
-            catalog.refresh()
-            pipeline = Pipeline(Door(config, vault, ledger, catalog, GitRepo(vault.root)),
-                                planner=ModelPlanner(config, vault, ledger, catalog,
-                                                     client=LLMClient(config, vault, ledger,
-                                                                      costs=cost_ledger(vault))))
-            registrar = Registrar(vault, ledger, 10**7, threading.Event())
+            ctx = VaultContext(server.config(load_config(vault.root)), vault)
+            services = ctx.ingest_services()
+            pipeline, registrar = services.pipeline, services.registrar
             sources = [("kestrel-design.md", KESTREL_DESIGN)]
             sources += [(f"kestrel-fix-{i}.md", f"# Kestrel change {i}\n\nDate: 2026-05-0{i + 1}.\n\n{c[3]}\n")
                         for i, c in enumerate(KESTREL_CLAIMS)]
@@ -224,8 +203,7 @@ def kestrel_story(pages: int) -> int:
                 result = pipeline.drain_once()
                 assert result is not None and result.state == "ingested", result
                 chars.append(sum(len(prompt_text(r)) for r in server.requests[before:]))
-            ledger.close()
-            catalog.close()
+            ctx.close()
         claims, _ = parse_claims(parse_page((vault.wiki / "kestrel-gateway.md").read_text()).body)
         missed = []
         last = {key: new for key, _, _, _, new in KESTREL_CLAIMS}  # each key's final value

@@ -29,7 +29,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -39,10 +38,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from wikiwright.core.config import load_config
 from wikiwright.door.init import init_vault
-from wikiwright.ingest.llm_planner import ModelPlanner
-from wikiwright.ingest.pipeline import Pipeline
 from wikiwright.ingest.scripted_server import ScriptedServer, prompt_text, user_prompt
-from wikiwright.intake.watch import Registrar
 from wikiwright.runtime.context import VaultContext
 from wikiwright.wiki.pages import slugify
 
@@ -262,12 +258,10 @@ def in_process(root: Path, docs: list[tuple[str, str]], server: ScriptedServer,
     calls: list[int] = []
 
     def run(batch: list[tuple[str, str]]) -> None:
-        ctx = VaultContext(config, vault)
-        door = ctx.door
-        try:
-            pipeline = Pipeline(door, planner=ModelPlanner(config, vault, door.ledger, door.catalog,
-                                                           client=ctx.llm_client()))
-            registrar = Registrar(vault, door.ledger, config.ingest.max_source_bytes, threading.Event())
+        # One process's life: its vault context on the model's config and its ingest wiring.
+        with VaultContext(config, vault) as ctx:
+            services = ctx.ingest_services()
+            pipeline, registrar = services.pipeline, services.registrar
             for name, text in batch:
                 path = vault.raw / name
                 path.write_text(text, encoding="utf-8")
@@ -278,8 +272,6 @@ def in_process(root: Path, docs: list[tuple[str, str]], server: ScriptedServer,
                 new = server.requests[before:]
                 calls.append(len(new))
                 chars.append(sum(len(prompt_text(r)) for r in new))
-        finally:
-            ctx.close()
 
     run(docs[:snapshot_after])
     shutil.copytree(vault.root, root / "snapshot", symlinks=True)

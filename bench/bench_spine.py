@@ -24,12 +24,13 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from refcode import keep_or_remove
 
 WORDS = [
     "alpha", "bravo", "cedar", "delta", "ember", "falcon", "garnet", "harbor", "indigo", "juniper",
@@ -217,14 +218,8 @@ def timed(store: list[float], func: Callable[..., Any]) -> Callable[..., Any]:
 
 def bench_throughput(base: Path, env: dict[str, str], pages: int, ingests: int) -> dict[str, Any]:
     from wikiwright.core.config import load_config
-    from wikiwright.door import Door
     from wikiwright.door.init import init_vault
-    from wikiwright.ingest.terms import open_term_index
-    from wikiwright.intake.ledger import Ledger
-    from wikiwright.intake.watch import Registrar
-    from wikiwright.runtime.context import wire_ingest
-    from wikiwright.vcs.repo import GitRepo
-    from wikiwright.wiki.catalog import Catalog
+    from wikiwright.runtime.context import VaultContext
 
     vault, _ = init_vault(base / f"tp-{pages}" / "Wiki", "wikiwright", "wikiwright@localhost")
     started = time.perf_counter()
@@ -234,15 +229,15 @@ def bench_throughput(base: Path, env: dict[str, str], pages: int, ingests: int) 
     twin = base / f"tp-{pages}" / "Twin"
     shutil.copytree(vault.root, twin, symlinks=True)
 
-    config = load_config(vault.root)
-    ledger = Ledger(vault.db_path)
-    catalog = Catalog(vault)
+    # The process's vault context and its ingest wiring, as the daemon's; the catalogue's first
+    # refresh (every pregenerated page read) timed on its own, before the door opens.
+    ctx = VaultContext(load_config(vault.root), vault)
+    catalog = ctx.catalog
     started = time.perf_counter()
     catalog.refresh()
     catalog_s = time.perf_counter() - started
-    repo = GitRepo(vault.root, config.git.author_name, config.git.author_email)
-    pipeline = wire_ingest(Door(config, vault, ledger, catalog, repo), terms=open_term_index(vault.state)).pipeline
-    registrar = Registrar(vault, ledger, config.ingest.max_source_bytes, threading.Event())
+    services = ctx.ingest_services()
+    repo, pipeline, registrar = ctx.repo, services.pipeline, services.registrar
     ours: list[float] = []
     phase: list[float] = []
     repo.commit_contents = timed(ours, repo.commit_contents)  # type: ignore[method-assign]
@@ -268,8 +263,7 @@ def bench_throughput(base: Path, env: dict[str, str], pages: int, ingests: int) 
         subprocess.run(["git", "-C", str(twin), "add", "-f", "--", *files], env=env, check=True)
         subprocess.run(["git", "-C", str(twin), "commit", "-q", "-m", f"ingest {n}"], env=env, check=True)
         bare.append(time.perf_counter() - began)
-    ledger.close()
-    catalog.close()
+    ctx.close()
     return {
         "pages": pages, "ingests": ingests, "per_second": ingests / busy, "ms_each": 1000 * busy / ingests,
         "commit_ms": 1000 * statistics.median(ours), "phase_ms": 1000 * statistics.median(phase),
@@ -288,14 +282,8 @@ def git_procs_child(count: int) -> int:
     import resource
 
     from wikiwright.core.config import load_config
-    from wikiwright.door import Door
     from wikiwright.door.init import init_vault
-    from wikiwright.ingest.terms import open_term_index
-    from wikiwright.intake.ledger import Ledger
-    from wikiwright.intake.watch import Registrar
-    from wikiwright.runtime.context import wire_ingest
-    from wikiwright.vcs.repo import GitRepo
-    from wikiwright.wiki.catalog import Catalog
+    from wikiwright.runtime.context import VaultContext
 
     spawned: list[str] = []
     real_init = subprocess.Popen.__init__
@@ -309,12 +297,10 @@ def git_procs_child(count: int) -> int:
     base = Path(tempfile.mkdtemp(prefix="wikiwright-gitprocs-"))
     try:
         vault, _ = init_vault(base / "Wiki", "wikiwright", "wikiwright@localhost")
-        config = load_config(vault.root)
-        ledger, catalog = Ledger(vault.db_path), Catalog(vault)
-        catalog.refresh()
-        repo = GitRepo(vault.root, config.git.author_name, config.git.author_email)
-        pipeline = wire_ingest(Door(config, vault, ledger, catalog, repo), terms=open_term_index(vault.state)).pipeline
-        registrar = Registrar(vault, ledger, config.ingest.max_source_bytes, threading.Event())
+        # The vault context's ingest wiring of the code on sys.path (this tree's, or --compare's).
+        ctx = VaultContext(load_config(vault.root), vault)
+        services = ctx.ingest_services()
+        repo, pipeline, registrar = ctx.repo, services.pipeline, services.registrar
         rng = random.Random(24)
         rows = []
         began = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
@@ -334,8 +320,7 @@ def git_procs_child(count: int) -> int:
                         for f in ("ru_utime", "ru_stime"))
         status = subprocess.run(["git", "status", "--porcelain", "--", "wiki", "raw"], cwd=vault.root,
                                 capture_output=True, text=True, check=True).stdout
-        ledger.close()
-        catalog.close()
+        ctx.close()
         print(json.dumps({"rows": rows, "clean": status.strip() == "", "cpu_ms_each": 1000 * total_cpu / count}))
     finally:
         shutil.rmtree(base, ignore_errors=True)
@@ -461,10 +446,7 @@ def main() -> int:
               f"ingest (each ingest here adds a page to the wiki): {'flat, OK' if flat else 'GROWING'}\n")
         print(f"total bench time {time.monotonic() - t0:.0f} s")
     finally:
-        if args.keep:
-            print(f"kept {base}")
-        else:
-            shutil.rmtree(base, ignore_errors=True)
+        keep_or_remove(base, args.keep)
     return 0
 
 

@@ -108,21 +108,16 @@ def timed(action: object) -> float:
 def round_costs(base: Path, pages: int, repeats: int) -> list[tuple[str, float, float]]:
     from wikiwright.core.config import load_config
     from wikiwright.core.vault import Vault
-    from wikiwright.door.door import Door
     from wikiwright.door.sync import Syncer
-    from wikiwright.intake.ledger import Ledger
-    from wikiwright.vcs.repo import GitRepo
-    from wikiwright.wiki.catalog import Catalog
+    from wikiwright.runtime.context import VaultContext
 
     remote, a, b = make_machines(base, pages)
     twin = base / "twin"
     git(base, "clone", "-q", str(remote), str(twin))
     config = load_config(b, environ={**os.environ, "WIKIWRIGHT_GIT_REMOTE": "origin"})
-    vault = Vault(b)
-    ledger, catalog = Ledger(vault.db_path), Catalog(vault)
-    catalog.refresh()
-    repo = GitRepo(b)
-    syncer = Syncer(config, vault, ledger, catalog, repo, door=Door(config, vault, ledger, catalog, repo))
+    # B's process: its vault context, and a syncer on its parts and door (as `wikiwright sync`'s).
+    ctx = VaultContext(config, Vault(b))
+    syncer = Syncer(config, ctx.vault, ctx.ledger, ctx.catalog, ctx.repo, door=ctx.door)
     rows: dict[str, tuple[list[float], list[float]]] = {"idle": ([], []), "fast-forward": ([], []),
                                                         "merge": ([], [])}
 
@@ -157,8 +152,7 @@ def round_costs(base: Path, pages: int, repeats: int) -> list[tuple[str, float, 
                 git(twin, "pull", "-q", "--no-rebase", "--no-edit", "origin", "main"),
                 git(twin, "push", "-q", "-f", "origin", "HEAD:refs/heads/bench-twin"))))
     finally:
-        ledger.close()
-        catalog.close()
+        ctx.close()
     return [(case, statistics.median(ours), statistics.median(bare)) for case, (ours, bare) in rows.items()]
 
 

@@ -32,9 +32,6 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 from tests.llm_server import ScriptedServer, user_prompt
 from wikiwright.core.config import load_config
 from wikiwright.door.init import init_vault
-from wikiwright.ingest.llm_planner import ModelPlanner
-from wikiwright.ingest.pipeline import Pipeline
-from wikiwright.intake.watch import Registrar
 from wikiwright.runtime.context import VaultContext
 
 HUBS = ("project-heron", "latency")
@@ -55,12 +52,11 @@ def _script(request: dict[str, Any]) -> dict[str, Any]:
 def run(tmp: Path, sources: int, workers: int) -> dict[str, float]:
     vault, _ = init_vault(tmp / f"w{workers}", "wikiwright", "wikiwright@localhost")
     with ScriptedServer(_script) as server:
-        config = server.config(load_config(vault.root))
-        ctx = VaultContext(config, vault)
-        door = ctx.door
-        planner = ModelPlanner(config, vault, door.ledger, door.catalog, client=ctx.llm_client())
-        pipeline = Pipeline(door, planner=planner)
-        registrar = Registrar(vault, door.ledger, config.ingest.max_source_bytes, threading.Event())
+        # The process's vault context on the model's config and its ingest wiring; the workers
+        # are threads draining its one pipeline, as the daemon's are.
+        ctx = VaultContext(server.config(load_config(vault.root)), vault)
+        services = ctx.ingest_services()
+        door, pipeline, registrar = ctx.door, services.pipeline, services.registrar
         (vault.raw / "hubs.md").write_text("# Hubs\n\nproject-heron and latency.\n")
         registrar.register(vault.raw / "hubs.md")
         while pipeline.drain_once() is not None:

@@ -1,9 +1,11 @@
 """What benchmarks share: another commit's code beside this tree's (to compare the two in one
-run), and a process environment of its own (a home, a git identity, no WIKIWRIGHT_ settings)."""
+run), a process environment of its own (a home, a git identity, no WIKIWRIGHT_ settings), and
+the scratch folder's end (kept with ``--keep``, else removed)."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -12,7 +14,7 @@ sys.path.insert(0, str(ROOT))  # the repository, for tests.*
 
 from tests.release_code import export_code  # noqa: E402  (re-exported for the benchmarks)
 
-__all__ = ["export_code", "isolate"]
+__all__ = ["export_code", "isolate", "keep_or_remove"]
 
 
 def isolate(base: Path) -> None:
@@ -29,3 +31,11 @@ def isolate(base: Path) -> None:
     os.environ.update({"HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"),
                        "XDG_STATE_HOME": str(home / ".state"), "GIT_CONFIG_GLOBAL": str(gitconfig),
                        "GIT_CONFIG_NOSYSTEM": "1"})
+
+
+def keep_or_remove(base: Path, keep: bool) -> None:
+    """A benchmark's scratch folder at its end: kept for a look (``--keep``: its path printed), else removed."""
+    if keep:
+        print(f"kept {base}")
+    else:
+        shutil.rmtree(base, ignore_errors=True)

@@ -90,6 +90,23 @@ class Services:
             results.append(result)
         return results
 
+    def close(self) -> None:
+        if self.ctx is not None:
+            self.ctx.close()
+
+
+def open_services(config: Config, vault: Vault, *, lock_retry: float = 2.0) -> Services:
+    """A vault context on ``config`` and its ingest wiring, as a process opens them (the one
+    wiring, :meth:`VaultContext.ingest_services`), git lock waits ``lock_retry`` seconds; the
+    caller closes it (``Services.close``)."""
+    ctx = VaultContext(config.replace(git=dataclasses.replace(config.git, lock_retry_seconds=lock_retry)), vault)
+    try:
+        wired = ctx.ingest_services()
+    except BaseException:
+        ctx.close()
+        raise
+    return Services(config, vault, ctx.ledger, ctx.catalog, ctx.repo, wired.pipeline, wired.registrar, ctx)
+
 
 @pytest.fixture
 def catalog(vault: Vault) -> Iterator[Catalog]:
@@ -111,10 +128,9 @@ def costs(vault: Vault) -> Iterator[CostLedger]:
 @pytest.fixture
 def services(config: Config, vault: Vault) -> Iterator[Services]:
     """The vault's context and its ingest wiring, as a process opens them (git lock waits short)."""
-    ctx = VaultContext(config.replace(git=dataclasses.replace(config.git, lock_retry_seconds=2)), vault)
-    wired = ctx.ingest_services()
-    yield Services(config, vault, ctx.ledger, ctx.catalog, ctx.repo, wired.pipeline, wired.registrar, ctx)
-    ctx.close()
+    opened = open_services(config, vault)
+    yield opened
+    opened.close()
 
 
 def fast_watch() -> WatchConfig:

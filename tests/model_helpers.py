@@ -2,28 +2,26 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
-from wikiwright.door import Door
-from wikiwright.ingest.llm import LLMClient, cost_ledger
 from wikiwright.ingest.llm_planner import ModelPlanner
-from wikiwright.runtime.context import wire_ingest
 
-from tests.conftest import Services
+from tests.conftest import Services, open_services
 from tests.llm_server import ScriptedServer
 
 
 def use_model(services: Services, server: ScriptedServer, **llm: Any) -> ModelPlanner:
-    """Swap the services' pipeline for one planning with the scripted model."""
+    """The services opened again with the scripted model configured: their vault context closed
+    and a new one opened on the model's config, wired as a daemon started with ``[llm]`` set."""
     config = server.config(services.config, **llm)
-    services.config = config
-    costs = services.ctx.costs if services.ctx is not None else cost_ledger(services.vault)
-    client = LLMClient(config, services.vault, services.ledger, costs=costs)
-    planner = ModelPlanner(config, services.vault, services.ledger, services.catalog, client=client)
+    services.close()
+    reopened = open_services(config, services.vault)
+    for field in dataclasses.fields(Services):
+        setattr(services, field.name, getattr(reopened, field.name))
+    planner = services.pipeline.planner
+    assert isinstance(planner, ModelPlanner), planner
     planner.client.backoff_seconds = 0.01
-    # A door on the context's parts with the model's config (the pipeline reads its [llm] limits).
-    door = Door(config, services.vault, services.ledger, services.catalog, services.repo)
-    services.pipeline = wire_ingest(door, planner).pipeline
     return planner
 
 

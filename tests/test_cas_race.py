@@ -24,11 +24,11 @@ from wikiwright.core.vault import Vault
 from wikiwright.door.init import init_vault
 from wikiwright.intake.rawgit import SECTION_START
 from wikiwright.memory.dailylog import append_session
+from wikiwright.runtime.context import VaultContext
 from wikiwright.wiki import reviewfile
 from wikiwright.wiki.writer import PageChange
 
 from tests.conftest import Services
-from tests.helpers import opened_door
 
 SAVES = ("in-place", "rename")
 
@@ -142,7 +142,8 @@ def test_review_file_own_edit(vault: Vault, save: str) -> None:
     person = PersonAt("REVIEW.md", save, lambda text: text.replace("- [ ] race tick", "- [x] race tick")
                       + "person line, saved in the race\n")
     first = reviewfile.proposal("held-back", "race tick", facts={"n": 1})
-    with opened_door(load_config(vault.root), vault) as door:
+    with VaultContext(load_config(vault.root), vault) as ctx:
+        door = ctx.door
         with door.operation("lint", "a first proposal") as op:
             op.propose("held-back", [first])
         with fsutil.race_hook(person), door.operation("lint", "a second proposal") as op:

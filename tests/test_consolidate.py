@@ -16,7 +16,6 @@ from wikiwright.core.errors import ConsolidationBusy
 from wikiwright.core.vault import Vault
 from wikiwright.door import Door
 from wikiwright.intake.ledger import Ledger
-from wikiwright.intake.watch import Registrar
 from wikiwright.memory.consolidate import (
     ConsolidationLock,
     Consolidator,
@@ -29,6 +28,7 @@ from wikiwright.upkeep.lint import run_lint
 from wikiwright.wiki.catalog import PageEntry
 from wikiwright.wiki.index import MAX_INDEX_BYTES, MAX_INDEX_LINES, render_index_block
 
+from tests.conftest import Services
 from tests.helpers import cli, git, review_queue
 from tests.logweek import generate_week, surviving
 
@@ -261,13 +261,13 @@ def test_check_and_dry_run_on_a_vault_without_a_state_database_write_none(vault:
     assert not vault.db_path.exists()
 
 
-def test_a_week_of_logs_consolidates_with_every_planted_fact(config: Config, vault: Vault, ledger: Ledger,
-                                                              ctx: VaultContext) -> None:
+def test_a_week_of_logs_consolidates_with_every_planted_fact(services: Services) -> None:
+    config, vault, ledger, ctx = services.config, services.vault, services.ledger, services.ctx
+    assert ctx is not None
     written = generate_week(vault.logs)
     assert written >= 100_000
-    registrar = Registrar(vault, ledger, config.ingest.max_source_bytes, __import__("threading").Event())
     for path in sorted(vault.logs.glob("*.md")):
-        registrar.register(path)
+        services.registrar.register(path)  # as the daemon's watcher, through its wiring
     assert len(ledger.files("pending", kind="log")) == 7
     result = _consolidator(config, ctx, Clock()).run()
     assert result.state == "consolidated" and result.plan is not None

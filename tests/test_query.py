@@ -139,11 +139,11 @@ def test_ask_save_files_a_linked_answer_page_in_one_commit(services: Services) -
     build_story(services)
     with ScriptedServer(_reply) as server:
         config = _model_config(services, server)
+        services.close()
         with VaultContext(config, services.vault) as ctx:
-            door = ctx.door
-            answer = ask(config, services.vault, door.catalog, door.ledger, "What is the billing API rate limit?",
+            answer = ask(config, services.vault, ctx.catalog, ctx.ledger, "What is the billing API rate limit?",
                          costs=lambda: ctx.costs)
-            page, sha = save_answer(door, answer, date(2026, 5, 1))
+            page, sha = save_answer(ctx.door, answer, date(2026, 5, 1))
     root = services.vault.root
     assert sha and page == "answers/what-is-the-billing-api-rate-limit"
     saved = parse_page((services.vault.wiki / f"{page}.md").read_text())

@@ -7,15 +7,16 @@ from typing import Any
 
 from wikiwright.core.config import Config, load_config
 from wikiwright.core.vault import Vault
+from wikiwright.runtime.context import VaultContext
 from wikiwright.upkeep.review import ReviewStore, parse_review
 
-from tests.helpers import cli, daemon_log, git, opened_door, review_queue, start_daemon, wait_for
+from tests.helpers import cli, daemon_log, git, review_queue, start_daemon, wait_for
 from tests.lint_fixture import EXPECTED, build_fixture
 
 
 def _propose(vault: Vault, kind: str, items: list[Any]) -> list[str]:
     """Proposals through REVIEW.md's one writer, the door (committed with the operation)."""
-    with opened_door(load_config(vault.root), vault) as door, door.operation("lint", "proposals") as op:
+    with VaultContext(load_config(vault.root), vault) as ctx, ctx.door.operation("lint", "proposals") as op:
         return op.propose(kind, items)
 
 

@@ -11,10 +11,11 @@ from wikiwright.core.config import load_config
 from wikiwright.core.vault import Vault
 from wikiwright.ingest.llm_planner import held_proposals
 from wikiwright.ingest.operations import Workspace
+from wikiwright.runtime.context import VaultContext
 from wikiwright.wiki.reviewfile import HELD_BACK, ReviewStore, parse_review
 
 from tests.conftest import Services
-from tests.helpers import cli, daemon_log, git, opened_door, review_queue, start_daemon, wait_for
+from tests.helpers import cli, daemon_log, git, review_queue, start_daemon, wait_for
 from tests.model_helpers import page
 from tests.test_model_checks import SOURCE
 
@@ -26,7 +27,7 @@ SCRIPT = {"op": "add_to_section", "page": "billing-api", "heading": "Embed",
 
 def _propose(vault: Vault, kind: str, items: list[Any]) -> list[str]:
     """Proposals through REVIEW.md's one writer, the door (committed with the operation)."""
-    with opened_door(load_config(vault.root), vault) as door, door.operation("lint", "proposals") as op:
+    with VaultContext(load_config(vault.root), vault) as ctx, ctx.door.operation("lint", "proposals") as op:
         return op.propose(kind, items)
 
 

@@ -15,10 +15,6 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from wikiwright.door import Door
-from wikiwright.ingest.llm import LLMClient, cost_ledger
-from wikiwright.ingest.llm_planner import ModelPlanner
-from wikiwright.ingest.pipeline import Pipeline
 
 from tests.helpers import git
 from tests.llm_server import ScriptedServer
@@ -33,12 +29,9 @@ def _reply(n: int) -> dict[str, object]:
 
 
 def _use_model(machine: Machine, server: ScriptedServer) -> None:
-    machine.config = server.config(machine.config)
-    client = LLMClient(machine.config, machine.vault, machine.ledger, costs=cost_ledger(machine.vault))
-    planner = ModelPlanner(machine.config, machine.vault, machine.ledger, machine.catalog, client=client)
-    planner.client.backoff_seconds = 0.01
-    machine.pipeline = Pipeline(Door(machine.config, machine.vault, machine.ledger, machine.catalog, machine.repo),
-                                planner=planner)
+    """The machine opened again with the scripted model configured (its context's wiring)."""
+    machine.reopen(server.config(machine.config))
+    machine.pipeline.planner.client.backoff_seconds = 0.01  # type: ignore[attr-defined]
 
 
 def _drop_all(machine: Machine, names: list[str]) -> None:

@@ -19,16 +19,9 @@ from pathlib import Path
 import pytest
 from wikiwright.core.config import Config
 from wikiwright.core.vault import Vault
-from wikiwright.door import Door
-from wikiwright.ingest.terms import open_term_index
-from wikiwright.intake.ledger import Ledger
-from wikiwright.intake.watch import Registrar
-from wikiwright.runtime.context import wire_ingest
 from wikiwright.runtime.status import gather
-from wikiwright.vcs.repo import GitRepo
-from wikiwright.wiki.catalog import Catalog
 
-from tests.conftest import Services
+from tests.conftest import Services, open_services
 from tests.helpers import cli, git, git_holding_index_lock, ingest_commits
 
 
@@ -41,16 +34,11 @@ def git_ok(vault: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def daemon_like(config: Config, vault: Vault, lock_retry: float) -> Services:
-    """Services wired as the daemon wires them: git waits are reported as notices."""
-    ledger = Ledger(vault.db_path)
-    catalog = Catalog(vault)
-    catalog.refresh()
-    repo = GitRepo(vault.root, config.git.author_name, config.git.author_email, lock_retry_seconds=lock_retry,
-                   on_wait=lambda message: ledger.set_notice("git", message))
-    pipeline = wire_ingest(Door(config, vault, ledger, catalog, repo), terms=open_term_index(vault.state)).pipeline
-    pipeline.retry_git_seconds = 0.2
-    registrar = Registrar(vault, ledger, config.ingest.max_source_bytes, threading.Event())
-    return Services(config, vault, ledger, catalog, repo, pipeline, registrar)
+    """Services opened as the daemon opens them (a vault context's wiring): git waits are
+    reported as notices; a job waiting to commit is tried again soon."""
+    services = open_services(config, vault, lock_retry=lock_retry)
+    services.pipeline.retry_git_seconds = 0.2
+    return services
 
 
 def notices(services: Services) -> list[str]:
@@ -139,8 +127,7 @@ def test_index_lock_is_retried_with_backoff_until_released(config: Config, vault
         assert len(ingest_commits(vault.root)) == 1
         assert notices(services) == []  # cleared once the commit went through
     finally:
-        services.ledger.close()
-        services.catalog.close()
+        services.close()
 
 
 def test_index_lock_held_too_long_leaves_the_job_pending_with_a_notice(config: Config, vault: Vault) -> None:
@@ -171,8 +158,7 @@ def test_index_lock_held_too_long_leaves_the_job_pending_with_a_notice(config: C
         assert git(vault.root, "status", "--porcelain", "--", "wiki") == ""
     finally:
         holder.close()
-        services.ledger.close()
-        services.catalog.close()
+        services.close()
 
 
 def _conflicted_merge(root: Path) -> None:
@@ -215,8 +201,7 @@ def test_merge_in_progress_pauses_commits_until_it_is_finished(config: Config, v
         assert notices(services) == []
         assert_fsck_clean(root)
     finally:
-        services.ledger.close()
-        services.catalog.close()
+        services.close()
 
 
 def test_detached_head_pauses_commits_until_a_branch_is_checked_out(config: Config, vault: Vault) -> None:
@@ -239,8 +224,7 @@ def test_detached_head_pauses_commits_until_a_branch_is_checked_out(config: Conf
         assert git(root, "rev-parse", "main").strip() == commits[0]
         assert notices(services) == []
     finally:
-        services.ledger.close()
-        services.catalog.close()
+        services.close()
 
 
 # -- the CLI: init, the vault naming rule, config, one-shot ingest ----------------------------------

@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import os
 import random
-import threading
 import time
 import unicodedata
 from collections.abc import Iterator
@@ -19,17 +18,11 @@ from pathlib import Path
 import pytest
 from wikiwright.core.config import Config, IngestConfig, WatchConfig
 from wikiwright.core.vault import Vault
-from wikiwright.door import Door
-from wikiwright.ingest.terms import open_term_index
-from wikiwright.intake.ledger import Ledger
-from wikiwright.intake.watch import Registrar, StabilityTracker
-from wikiwright.runtime.context import wire_ingest
+from wikiwright.intake.watch import StabilityTracker
 from wikiwright.runtime.status import gather
-from wikiwright.vcs.repo import GitRepo
-from wikiwright.wiki.catalog import Catalog
 from wikiwright.wiki.pages import parse_page, slugify
 
-from tests.conftest import Services
+from tests.conftest import Services, open_services
 from tests.helpers import cli, git, ingest_commits
 
 # -- helpers ----------------------------------------------------------------------------
@@ -71,23 +64,12 @@ def wiki_text(vault: Vault) -> str:
     return "\n".join(p.read_text(encoding="utf-8") for p in sorted(vault.wiki.rglob("*.md")))
 
 
-def make_services(config: Config, vault: Vault, lock_retry: float = 2.0) -> Services:
-    ledger = Ledger(vault.db_path)
-    catalog = Catalog(vault)
-    catalog.refresh()
-    repo = GitRepo(vault.root, config.git.author_name, config.git.author_email, lock_retry_seconds=lock_retry)
-    pipeline = wire_ingest(Door(config, vault, ledger, catalog, repo), terms=open_term_index(vault.state)).pipeline
-    registrar = Registrar(vault, ledger, config.ingest.max_source_bytes, threading.Event())
-    return Services(config, vault, ledger, catalog, repo, pipeline, registrar)
-
-
 @pytest.fixture
 def small_limit(config: Config, vault: Vault) -> Iterator[Services]:
     """Services with ingest.max_source_bytes = 200 (a layer replaced, as a user's config would)."""
-    built = make_services(config.replace(ingest=IngestConfig(max_source_bytes=200)), vault)
+    built = open_services(config.replace(ingest=IngestConfig(max_source_bytes=200)), vault)
     yield built
-    built.ledger.close()
-    built.catalog.close()
+    built.close()
 
 
 def assert_quarantined(services: Services, rel: str, code: str, words: str) -> None:
@@ -210,7 +192,7 @@ def test_size_limit_from_the_environment(
     from wikiwright.core.config import load_config
 
     monkeypatch.setenv("WIKIWRIGHT_INGEST_MAX_SOURCE_BYTES", "50")
-    services = make_services(load_config(vault.root), vault)
+    services = open_services(load_config(vault.root), vault)
     try:
         services.drop("over.md", "x" * 51)
         services.drop("under.md", "Fifty bytes or fewer are fine here.\n")
@@ -218,8 +200,7 @@ def test_size_limit_from_the_environment(
         assert_quarantined(services, "raw/over.md", "too-large", "51 bytes, over the limit of 50")
         assert shown(services, "raw/under.md") == ("ingested", "")
     finally:
-        services.ledger.close()
-        services.catalog.close()
+        services.close()
 
 
 # -- a file still being written ---------------------------------------------------------

@@ -8,24 +8,18 @@ import json
 import os
 import re
 import subprocess
-import threading
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from wikiwright.core.config import load_config
-from wikiwright.door.door import Door
+from wikiwright.core.config import Config, load_config
 from wikiwright.door.init import init_vault
 from wikiwright.door.sync import Syncer, SyncReport
-from wikiwright.ingest.terms import open_term_index
-from wikiwright.intake.ledger import Ledger
-from wikiwright.intake.watch import Registrar
-from wikiwright.runtime.context import wire_ingest
+from wikiwright.runtime.context import VaultContext
 from wikiwright.runtime.status import gather
 from wikiwright.vcs.remote import PushResult, Remote
 from wikiwright.vcs.repo import GitRepo
-from wikiwright.wiki.catalog import Catalog
 from wikiwright.wiki.pagemerge import merge_page
 
 from tests.helpers import cli, daemon_log, git, start_daemon, wait_for
@@ -44,21 +38,27 @@ def ww(vault: Path, env: dict[str, str], *args: str, timeout: float = 60) -> sub
 
 
 class Machine:
-    """One vault with its services in this process: drop-and-ingest and sync rounds, fast."""
+    """One vault with its services in this process: drop-and-ingest and sync rounds, fast.
+
+    The services are a vault context's, wired as the daemon wires them (``ingest_services``);
+    :meth:`reopen` closes them and opens them again on another config (a model configured)."""
 
     def __init__(self, root: Path) -> None:
         vault, _ = init_vault(root, "wikiwright", "wikiwright@localhost")
         self.root = root
         self.vault = vault
-        self.config = load_config(root, environ={**os.environ, "WIKIWRIGHT_GIT_REMOTE": "origin"})
-        self.ledger = Ledger(vault.db_path)
-        self.catalog = Catalog(vault)
-        self.catalog.refresh()
-        self.repo = GitRepo(root, lock_retry_seconds=2)
-        self.pipeline = wire_ingest(Door(self.config, vault, self.ledger, self.catalog, self.repo),
-                                    terms=open_term_index(vault.state)).pipeline
-        self.registrar = Registrar(vault, self.ledger, self.config.ingest.max_source_bytes, threading.Event())
-        self.syncer = Syncer(self.config, vault, self.ledger, self.catalog, self.repo, door=self.pipeline.door)
+        self.ctx: VaultContext | None = None
+        self.reopen(load_config(root, environ={**os.environ, "WIKIWRIGHT_GIT_REMOTE": "origin"}))
+
+    def reopen(self, config: Config) -> None:
+        """The machine's process started again on ``config``: its context closed, a new one opened."""
+        self.close()
+        self.config = config
+        self.ctx = VaultContext(config.replace(git=dataclasses.replace(config.git, lock_retry_seconds=2)), self.vault)
+        wired = self.ctx.ingest_services()
+        self.ledger, self.catalog, self.repo = self.ctx.ledger, self.ctx.catalog, self.ctx.repo
+        self.pipeline, self.registrar = wired.pipeline, wired.registrar
+        self.syncer = Syncer(self.config, self.vault, self.ledger, self.catalog, self.repo, door=self.ctx.door)
 
     def ingest(self, name: str, text: str) -> None:
         path = self.vault.raw / name
@@ -74,8 +74,9 @@ class Machine:
         return report
 
     def close(self) -> None:
-        self.ledger.close()
-        self.catalog.close()
+        if self.ctx is not None:
+            self.ctx.close()
+            self.ctx = None
 
 
 def two_machines(tmp_path: Path) -> tuple[Path, Machine, Machine]:
@@ -476,7 +477,7 @@ def test_sync_pauses_during_a_persons_merge(world: tuple[Path, Machine, Machine]
     configured.__dict__.update(ma.__dict__)
     branch_config = ma.config.replace(git=dataclasses.replace(ma.config.git, branch="main"))
     configured.syncer = Syncer(branch_config, ma.vault, ma.ledger, ma.catalog, ma.repo,
-                               door=Door(branch_config, ma.vault, ma.ledger, ma.catalog, ma.repo))
+                               door=ma.ctx.door)
     git(ma.root, "checkout", "-q", "-b", "experiment")
     report = configured.sync(expect=None)
     assert report.state == "paused" and "experiment" in report.detail, report

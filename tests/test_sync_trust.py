@@ -258,7 +258,6 @@ def test_a_killed_git_childs_index_lock_is_removed_and_a_live_ones_waited_for(
     it reads its input: alive, the lock is waited for; killed (SIGKILL, as with the daemon's
     process group), its lock is removed when the door opens, with a log line, and doctor calls
     it stale at once (old code: waited for a person; doctor only after 10 minutes)."""
-    from wikiwright.door.door import Door
     from wikiwright.upkeep.doctor import run_doctor
 
     _remote, _ma, mb = world
@@ -279,7 +278,7 @@ def test_a_killed_git_childs_index_lock_is_removed_and_a_live_ones_waited_for(
     locks = next(c for c in run_doctor(mb.config, mb.vault, mb.ledger, mb.repo).checks if c.name == "locks")
     assert not locks.ok and "held by no git process" in locks.details[0], locks
     with caplog.at_level("WARNING", logger="wikiwright.vcs.gitlock"):
-        Door.open(mb.config, mb.vault, ledger=mb.ledger, catalog=mb.catalog, repo=mb.repo)
+        mb.reopen(mb.config)  # B's process started again: its door opened, the recovery run
     assert not lock.exists()
     assert any("removed .git/index.lock" in r.getMessage() for r in caplog.records), caplog.records
     mb.ledger.wake("raw/held.md", record.sha256, "retry")

@@ -165,8 +165,8 @@ def test_a_crash_around_the_commit_leaves_terms_as_the_history_has_it(tmp_path: 
         assert terms_rows(root) == one_source
     # A door that cannot make the journaled terms does not open (the journal waits for one that can).
     if committed:
-        with pytest.raises(WikiwrightError, match="terms"):
-            Door.open(load_config(root), Vault(root))
+        with VaultContext(load_config(root), Vault(root)) as bare, pytest.raises(WikiwrightError, match="terms"):
+            Door.open(bare.config, bare.vault, ledger=bare.ledger, catalog=bare.catalog, repo=bare.repo)
         assert (root / ".wikiwright" / "journal.json").exists()
     with VaultContext(load_config(root), Vault(root)) as ctx:
         ctx.door  # noqa: B018 - opening it runs the recovery
@@ -192,7 +192,7 @@ def test_a_revert_that_never_commits_keeps_the_source_in_the_term_index(tmp_path
     assert recorded_sources(root) == {"src-a", "src-b"}
 
     def revert(ctx: VaultContext) -> None:
-        revert_ingest(ctx.door, "raw/b.md")
+        revert_ingest(ctx.door, ctx.terms, "raw/b.md")
 
     assert in_child(root, revert, "before-commit")
     assert terms_rows(root) == both  # not reverted: the index still has the source

@@ -11,7 +11,6 @@ import logging
 import os
 import random
 import shutil
-import threading
 import unicodedata
 from pathlib import Path
 
@@ -20,12 +19,11 @@ from wikiwright.core.config import IngestConfig
 from wikiwright.ingest.llm import LLMClient
 from wikiwright.intake.ledger import FINAL_STATES
 from wikiwright.intake.names import disk_name, ledger_name
-from wikiwright.intake.watch import Registrar
 from wikiwright.runtime.status import gather
 from wikiwright.upkeep.doctor import run_doctor
 from wikiwright.wiki.pages import parse_page
 
-from tests.conftest import Services
+from tests.conftest import Services, open_services
 from tests.fault_tools import launch, ledger_rows, stop, wait_settled
 from tests.helpers import cli, daemon_log, git, wait_for
 from tests.llm_server import ScriptedServer
@@ -74,12 +72,13 @@ def test_hard_links_are_quarantined_unless_allowed(services: Services, tmp_path:
     record = services.ledger.get_file("raw/hard.md")
     assert record is not None and record.reason.startswith("hard-link:") and "allow_hard_links" in record.reason
     assert "outside the vault" not in _wiki_text(services.vault.root)
-    allowing = Registrar(services.vault, services.ledger, services.config.ingest.max_source_bytes,
-                         threading.Event(), allow_hard_links=True)
-    services.config = services.config.replace(ingest=IngestConfig(allow_hard_links=True))
-    services.pipeline.config = services.config  # type: ignore[misc]
-    assert allowing.register(services.vault.raw / "hard.md") == "pending"
-    assert [r.state for r in services.drain()] == ["ingested"]
+    services.close()  # started again with allow_hard_links set: the wiring reads it from the config
+    allowing = open_services(services.config.replace(ingest=IngestConfig(allow_hard_links=True)), services.vault)
+    try:
+        assert allowing.registrar.register(services.vault.raw / "hard.md") == "pending"
+        assert [r.state for r in allowing.drain()] == ["ingested"]
+    finally:
+        allowing.close()
 
 
 def test_one_shot_ingest_refuses_links_like_the_daemon(vault_root: Path, tmp_path: Path) -> None:
@@ -378,13 +377,12 @@ def test_one_secret_table_for_sources_prompts_and_logs() -> None:
 
 
 def test_a_daily_log_holding_a_secret_stays_out_of_git(services: Services) -> None:
-    from wikiwright.door import Door
     from wikiwright.memory.logcommit import commit_quiet_logs
 
     logs = services.vault.logs
     (logs / "2026-11-29.md").write_text(f"## Session 10:00 UTC\n- deployed with {SECRETS['aws-key']}\n")
     (logs / "2026-11-30.md").write_text("## Session 11:00 UTC\n- all fine today\n")
-    door = Door(services.config, services.vault, services.ledger, services.catalog, services.repo)
+    door = services.pipeline.door
     assert commit_quiet_logs(door, 0.0, clock=lambda: 4e9) is not None
     tracked = git(services.vault.root, "ls-files", "logs").split()
     assert tracked == ["logs/2026-11-30.md"]
