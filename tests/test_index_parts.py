@@ -4,6 +4,7 @@ and keeps. Real door operations, real git, the real catalogue, lint and doctor."
 
 from __future__ import annotations
 
+import json
 import re
 import sqlite3
 from pathlib import Path
@@ -19,6 +20,7 @@ from wikiwright.wiki.writer import PageChange
 from tests.conftest import Services
 from tests.fault_tools import assert_doctor_green
 from tests.helpers import cli, git
+from tests.test_sync import Machine, two_machines
 
 PART = 5  # lines on a part page in these tests (the release's PART_ENTRIES is 100)
 ENTRY = re.compile(r"^- \[\[([^\]|]+)", re.MULTILINE)
@@ -256,9 +258,56 @@ def test_an_old_style_group_page_is_cut_into_parts_on_the_next_commit(tmp_path: 
     assert _group_files(_changed(root)) == {"wiki/index-sources.md", "wiki/index/sources-003.md"}
 
     lint = cli("lint", "--json", "--vault", str(root))
-    import json
-
     findings = json.loads(lint.stdout)["findings"]
     assert not [f for f in findings if f["kind"] in ("index-missing", "index-dangling", "broken-link")
                 or (f["kind"] == "orphan" and f["page"].startswith("index"))], findings
     assert_doctor_green(root)
+
+
+def _machine_sources(machine: Machine, names: list[str]) -> None:
+    for name in names:
+        with machine.pipeline.door.operation("lint-fix", f"source {name}") as op:
+            op.write([PageChange(f"sources/src-{name}", _source(0, f"Source {name}"), base=None)])
+
+
+def _index_files(root: Path) -> dict[str, str]:
+    wiki = root / "wiki"
+    return {str(p.relative_to(wiki)): p.read_text() for p in [*wiki.glob("index-*.md"), *(wiki / "index").glob("*.md")]}
+
+
+def test_two_machines_adding_to_the_same_part_come_to_the_same_parts_and_stay_there(
+        tmp_path: Path, small_parts: None) -> None:
+    _remote, a, b = two_machines(tmp_path)
+    try:
+        _machine_sources(a, [f"{n:03d}" for n in range(7)])
+        a.sync()
+        b.sync()
+        # Both add to part 2 at once, past its end (part 3 on each side).
+        _machine_sources(a, [f"a-{n}" for n in range(4)])
+        _machine_sources(b, [f"b-{n}" for n in range(4)])
+        a.sync()
+        b.sync()  # the merge: its index rebuilt from the merged pages and the parts both sides wrote
+        a.sync()
+        assert _index_files(a.root) == _index_files(b.root)
+        parts = _parts(a.root / "wiki")
+        listed = [stem for stems in parts.values() for stem in stems]
+        assert sorted(listed) == sorted([f"src-{n:03d}" for n in range(7)] + [f"src-a-{n}" for n in range(4)]
+                                        + [f"src-b-{n}" for n in range(4)])  # each once
+        review = (b.root / "REVIEW.md").read_text()
+        assert "index-sources" not in review and "index/" not in review  # nothing for a person to settle
+        assert len(parts) == 3 and all(len(stems) == PART for stems in parts.values())
+
+        # Settled: another round on each side changes nothing (the parts do not flip back and forth).
+        heads = (git(a.root, "rev-parse", "HEAD"), git(b.root, "rev-parse", "HEAD"))
+        b.sync()
+        a.sync()
+        assert (git(a.root, "rev-parse", "HEAD"), git(b.root, "rev-parse", "HEAD")) == heads
+        # And the next source on either machine edits the hub and one part (a new one: three are full).
+        _machine_sources(b, ["b-next"])
+        assert _group_files(_changed(b.root)) == {"wiki/index-sources.md", "wiki/index/sources-004.md"}
+        b.sync()
+        _machine_sources(a, ["a-next"])
+        assert _group_files(_changed(a.root)) == {"wiki/index-sources.md", "wiki/index/sources-004.md"}
+    finally:
+        a.close()
+        b.close()

@@ -311,12 +311,13 @@ class _Groups:
     def update(self, entries: dict[str, PageEntry | None],
                slots: Callable[[str], list[Slot | None]]) -> tuple[dict[str, Slot], list[str]]:
         """Put these pages (None: gone) where they belong now; ``slots(name)`` gives where the
-        page was found, best first. A page with no slot for its type joins the end of its
+        page was found, best first: the first is taken as it is, a later one only while its part
+        has room (a merge may have filled it), and a page with neither joins the end of its
         group (those of one call in index.md's order). Returns the slots given or moved, and the
         pages that left the index."""
         placed: dict[str, Slot] = {}
         gone: list[str] = []
-        joining: list[PageEntry] = []
+        waiting: list[tuple[PageEntry, list[Slot]]] = []
         for name, entry in entries.items():
             old = self.where.pop(name, None)
             if old is not None:
@@ -328,13 +329,24 @@ class _Groups:
                 gone.append(name)
                 continue
             page_type = entry.type or "page"
+            found = slots(name)
+            first = found[0] if found else None
+            if first is not None and first[0] == page_type:
+                self._add(entry, first[1], first[2])
+                placed[name] = first
+                continue
             known = [(old[0], old[2], old[3])] if old is not None else []
-            slot = next((s for s in [*slots(name), *known] if s is not None and s[0] == page_type), None)
+            waiting.append((entry, [s for s in [*found[1:], *known] if s is not None and s[0] == page_type]))
+        joining: list[PageEntry] = []
+        for entry, later in waiting:
+            group = self.groups.get(entry.type or "page")
+            slot = next((s for s in later if group is None or s[1] not in group.parts
+                         or len(group.parts[s[1]].places) < PART_ENTRIES), None)
             if slot is None:
                 joining.append(entry)
             else:
                 self._add(entry, slot[1], slot[2])
-                placed[name] = slot
+                placed[entry.name] = slot
         for entry in sorted(joining, key=lambda e: (e.title.casefold(), e.name)):
             page_type = entry.type or "page"
             group = self.groups.get(page_type)
@@ -478,6 +490,10 @@ class IndexBuilder:
         changes = None if full or self._seq is None else self.catalog.changes_since(self._seq)
         if changes is None:
             self._build(from_files=full)
+        elif any(is_group_page_name(name) and self._changed_elsewhere(name) for name in changes[1]):
+            # A group page or part that is not what this builder wrote (a sync merge or a fast-forward
+            # brought the other machine's, a person edited it): the parts are read from the pages again.
+            self._build(from_files=True)
         else:
             self._seq, names = changes
             if names:
@@ -489,6 +505,18 @@ class IndexBuilder:
         fresh = {name: text for name, text in pages.items() if self._handed.get(name) is not text}
         self._handed = pages
         return IndexPages(block, fresh, frozenset(pages))
+
+    def _changed_elsewhere(self, name: str) -> bool:
+        """Whether a group page's block on disk differs from the one last handed out (the
+        builder's own writes come back through the catalogue's change log too)."""
+        try:
+            text: str | None = (self.catalog.vault.wiki / f"{name}.md").read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            text = None
+        handed = self._handed.get(name)
+        if text is None:
+            return handed is not None
+        return handed is None or block_of(text) + "\n" != handed
 
     def _build(self, *, from_files: bool) -> None:
         seq = self.catalog.changes_since(-1)
