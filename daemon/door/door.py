@@ -851,7 +851,8 @@ class Operation:
                 return splice_index(text, group_block, block_of(text))
 
             self.edit_file(f"wiki/{name}.md", mutate)
-        for name in group_page_names(self.vault.wiki):
+        gone = group_page_names(self.vault.wiki) if rendered.dropped is None else sorted(rendered.dropped)
+        for name in gone:
             text = None if name in rendered.kept else self.read(name)
             if text is not None and text.startswith("---\ntype: index\n"):
                 self.delete_page(name, text)

@@ -462,11 +462,13 @@ def render_index_block(entries: list[PageEntry]) -> str:
 class IndexPages:
     """What a commit writes of the index: index.md's block, the group pages and parts whose
     block changed since the builder's last render (all of them after a build from every
-    entry), and the names of every group page and part the index has now (others go)."""
+    entry), the names of every group page and part the index has now, and those it had at the
+    last render and has no more (None after a build: any other on disk goes)."""
 
     block: str
     pages: dict[str, str]
     kept: frozenset[str]
+    dropped: frozenset[str] | None = None
 
 
 class IndexBuilder:
@@ -488,12 +490,14 @@ class IndexBuilder:
         of only the changed ones, and the parts from the part pages, as init, revert, doctor
         and sync ask)."""
         changes = None if full or self._seq is None else self.catalog.changes_since(self._seq)
+        built = changes is None
         if changes is None:
             self._build(from_files=full)
         elif any(is_group_page_name(name) and self._changed_elsewhere(name) for name in changes[1]):
             # A group page or part that is not what this builder wrote (a sync merge or a fast-forward
             # brought the other machine's, a person edited it): the parts are read from the pages again.
             self._build(from_files=True)
+            built = True
         else:
             self._seq, names = changes
             if names:
@@ -503,8 +507,9 @@ class IndexBuilder:
         block, pages = self._state.render()
         # A block not re-joined since it was last handed out is the same object: nothing to write.
         fresh = {name: text for name, text in pages.items() if self._handed.get(name) is not text}
+        dropped = None if built else frozenset(set(self._handed) - set(pages))
         self._handed = pages
-        return IndexPages(block, fresh, frozenset(pages))
+        return IndexPages(block, fresh, frozenset(pages), dropped)
 
     def _changed_elsewhere(self, name: str) -> bool:
         """Whether a group page's block on disk differs from the one last handed out (the
