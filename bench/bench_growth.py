@@ -12,7 +12,8 @@ bulk import of one project's notes. Each note is dropped into raw/ and ingested 
 real pipeline (offline engine, door, git commits), one worker, in process. Per source it
 records the CPU time of this process (time.process_time: the planner, catalogue, door) and of
 the child processes it waited for (git, the extraction worker), and wall time; for the first
-and last windows, after the timed part, the bytes of git objects its commits added.
+and last windows, after the timed part, the bytes of git objects its commits added (loose, and
+what the history's pack grew by over the window: what git keeps once it packs).
 
 The table compares the first ``--window`` sources with the last: the ratio is the growth
 (target: this process's CPU per source at sources 900-1,000 within 1.2x of sources 1-100).
@@ -124,7 +125,10 @@ def run_import(base: Path, sources: int, window: int, profile_at: list[int],
     child: list[float] = []
     wall: list[float] = []
     written: dict[int, float] = {}  # source -> bytes of git objects its ingest wrote (windows only)
+    bounds: dict[int, str] = {}  # HEAD before each window's first source and after its last
     for n in range(sources):
+        if n in (0, sources - window):
+            bounds[n] = _head(vault.root)
         counted = n < window or n >= sources - window
         before = _head(vault.root) if counted else ""
         path = vault.raw / f"note-{n:04d}.md"
@@ -144,12 +148,21 @@ def run_import(base: Path, sources: int, window: int, profile_at: list[int],
             raise SystemExit(f"note {n} not ingested: {result}")
         if counted:  # after the timed part: git's own accounting, outside the figures above
             written[n] = _objects_bytes(vault.root, before, _head(vault.root))
+        if n in (window - 1, sources - 1):
+            bounds[n + 1] = _head(vault.root)
     plan = [a + b for a, b in zip(phases["read"], phases["plan_read"], strict=True)] or phases["plan"]
     out: dict[str, Any] = {"cpu": cpu, "plan": plan, "door": phases["door"], "child": child, "wall": wall,
                            "pages": len(list(vault.wiki.rglob("*.md")))}
     out["objects"] = [written.get(n, 0.0) for n in range(sources)]
-    biggest = max(vault.wiki.glob("*.md"), key=lambda p: p.stat().st_size)
-    out["largest_page"] = f"{biggest.name} {biggest.stat().st_size // 1024} KiB"
+    # What git keeps once it packs (the daemon runs `gc --auto`): the pack of the whole history
+    # after a window less the pack before it, per source of the window.
+    packed = [0.0] * sources
+    for start in (0, sources - window):
+        grown = _packed_bytes(vault.root, bounds[start + window]) - _packed_bytes(vault.root, bounds[start])
+        packed[start:start + window] = [grown / window] * window
+    out["packed"] = packed
+    biggest = max(vault.wiki.rglob("*.md"), key=lambda p: p.stat().st_size)
+    out["largest_page"] = f"{biggest.relative_to(vault.wiki)} {biggest.stat().st_size // 1024} KiB"
     out["profiles"] = {}
     for start, profiler in profilers.items():
         text = io.StringIO()
@@ -173,6 +186,15 @@ def _objects_bytes(root: Path, old: str, new: str) -> float:
     sizes = subprocess.run(["git", "cat-file", "--batch-check=%(objectsize:disk)"], cwd=root, input=ids,
                            capture_output=True, text=True, check=True).stdout
     return float(sum(int(x) for x in sizes.split()))
+
+
+def _packed_bytes(root: Path, commit: str) -> float:
+    """Bytes of one pack of every object reachable from ``commit`` (deltas as git makes them)."""
+    listed = subprocess.run(["git", "rev-list", "--objects", commit], cwd=root, capture_output=True,
+                            check=True).stdout
+    pack = subprocess.run(["git", "pack-objects", "--stdout", "-q"], cwd=root, input=listed, capture_output=True,
+                          check=True).stdout
+    return float(len(pack))
 
 
 def one_side(base: Path, args: argparse.Namespace, code: Path | None) -> dict[str, Any]:
@@ -227,11 +249,13 @@ def main() -> int:
             for key, what in (("cpu", "CPU, this process"), ("plan", "… of which the offline engine's plan"),
                               ("door", "… of which the door (pages, catalogue, index.md, log.md, commit)"),
                               ("child", "CPU, child processes (git, extraction)"), ("wall", "wall"),
-                              ("objects", "git objects written, KiB per source (compressed, on disk)")):
+                              ("objects", "git objects written, KiB per source (compressed, on disk)"),
+                              ("packed", "… once packed (the history's pack after the window less before), "
+                                         "KiB per source")):
                 if key not in data:
                     continue
                 a, b = window_mean(data[key], first, args.window), window_mean(data[key], last, args.window)
-                if key == "objects":
+                if key in ("objects", "packed"):
                     a, b = a / 1000 / 1024, b / 1000 / 1024  # window_mean is in thousandths
                 mark = ""
                 if key in ("cpu", "plan"):

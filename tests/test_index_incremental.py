@@ -34,7 +34,8 @@ def test_incremental_index_equals_a_full_rebuild_through_adds_renames_moves_dele
     builder = IndexBuilder(catalog)
     other = Catalog(vault)  # a second process's catalogue: its changes reach the builder too
     pages: dict[str, str] = {}
-    split_seen = unsplit_seen = False
+    written: dict[str, str] = {}
+    split_seen = unsplit_seen = parts_seen = False
     try:
         for step in range(260):
             # Mostly adds (the index grows past its budget and splits), then renames, type
@@ -63,14 +64,20 @@ def test_incremental_index_equals_a_full_rebuild_through_adds_renames_moves_dele
             (other if step % 5 == 0 else catalog).refresh(changed)
             if step in (120, 230):  # `wikiwright reindex` in another process: the change log starts again
                 other.rebuild()
-            expected = render_index(catalog.entries())
-            assert builder.render() == expected, step
+            # Every entry, where the catalogue says each was placed in its group's parts.
+            expected = render_index(catalog.entries(), catalog.index_parts())
+            rendered = builder.render()
+            # What the door writes: the pages handed out, the others kept as they were, none beyond.
+            written = {name: text for name, text in {**written, **rendered.pages}.items() if name in rendered.kept}
+            assert (rendered.block, written) == expected, step
             split_seen |= bool(expected[1])
             unsplit_seen |= split_seen and not expected[1]
+            parts_seen |= any("/" in name for name in expected[1])
     finally:
         catalog.close()
         other.close()
     assert split_seen and unsplit_seen  # the sequence crossed the budget both ways
+    assert parts_seen  # and a group grew past one page's worth, into parts
 
 
 def test_the_doors_index_md_equals_a_full_rebuild_after_many_operations(services: Services) -> None:
@@ -87,7 +94,7 @@ def test_the_doors_index_md_equals_a_full_rebuild_after_many_operations(services
                 op.write([PageChange(f"thing-{n - 2}", old.replace("type: entity", "type: topic"), base=old)])
                 gone = op.read(f"thing-{n - 4}")
                 assert gone is not None and op.delete_page(f"thing-{n - 4}", gone)
-    block, groups = render_index(services.catalog.entries())
+    block, groups = render_index(services.catalog.entries(), services.catalog.index_parts())
     wiki: Path = services.vault.wiki
     assert block_of((wiki / "index.md").read_text()) + "\n" == block
     assert groups, "the index was expected over its budget"

@@ -57,12 +57,13 @@ from ..vcs.repo import GitRepo, format_message, git_blob_id, merge_texts
 from ..wiki import reviewfile
 from ..wiki.catalog import Catalog
 from ..wiki.index import (
-    SUB_PREFIX,
+    IndexPages,
     block_of,
     empty_page,
+    group_page_names,
     index_builder,
+    new_group_page,
     splice_index,
-    sub_index_page,
 )
 from ..wiki.logfile import ARCHIVE_FOLDER, appended_log, log_entry, plan_archive
 from ..wiki.writer import Conflict, PageChange, WriteOutcome
@@ -829,8 +830,9 @@ class Operation:
         door = self.door
         # From the pages whose catalogue rows changed since the last commit (wiki/index.py);
         # rebuild_index() asks for every entry read again.
-        block, groups = index_builder(door.catalog).render(full=self._index_wanted)
-        self._write_group_indexes(groups)
+        rendered = index_builder(door.catalog).render(full=self._index_wanted)
+        self._write_group_indexes(rendered)
+        block = rendered.block
         last = door.ledger.page_blob("index")
         previous = block_of(door.repo.blob_text(last) or "") if last else ""
 
@@ -840,21 +842,21 @@ class Operation:
 
         self.edit_file("wiki/index.md", mutate)
 
-    def _write_group_indexes(self, groups: dict[str, str]) -> None:
-        """The group pages index.md links to when it is too large for one page (each complete,
-        a person's text outside the block kept); one no longer needed is removed."""
-        for stem, group_block in groups.items():
-            def mutate(text: str | None, stem: str = stem, group_block: str = group_block) -> str:
+    def _write_group_indexes(self, rendered: IndexPages) -> None:
+        """The group pages (and their parts) index.md links to when it is too large for one page
+        whose block changed (a person's text outside the block kept); one no longer needed is removed."""
+        for name, group_block in rendered.pages.items():
+            def mutate(text: str | None, name: str = name, group_block: str = group_block) -> str:
                 if text is None:
-                    return sub_index_page(stem, group_block)
+                    return new_group_page(name, group_block)
                 return splice_index(text, group_block, block_of(text))
 
-            self.edit_file(f"wiki/{stem}.md", mutate)
-        for path in sorted(self.vault.wiki.glob(f"{SUB_PREFIX}*.md")):
-            stem = path.name[:-3]
-            text = None if stem in groups else self.read(stem)
+            self.edit_file(f"wiki/{name}.md", mutate)
+        gone = group_page_names(self.vault.wiki) if rendered.dropped is None else sorted(rendered.dropped)
+        for name in gone:
+            text = None if name in rendered.kept else self.read(name)
             if text is not None and text.startswith("---\ntype: index\n"):
-                self.delete_page(stem, text)
+                self.delete_page(name, text)
 
     def _roll_back(self) -> None:
         """The operation failed before its commit: every file it wrote gets its earlier text."""

@@ -43,7 +43,7 @@ from ..history.view import source_path_of
 from ..ingest.terms import TermIndex
 from ..vcs.queries import is_ancestor, paths_changed, resolve_commit
 from ..vcs.repo import CommitInfo
-from ..wiki.index import SUB_PREFIX
+from ..wiki.index import is_group_page_name
 from ..wiki.pages import Claim, FrontMatterError, iter_links, link_key, parse_claims, parse_page, render_front_matter
 from ..wiki.writer import PageChange
 
@@ -514,8 +514,9 @@ def _revert_with(session: Operation, ref: IngestRef, paths: list[str], own: str,
 
 
 def _sub_index(name: str, text: str) -> bool:
-    """A page index.md moved a group to (``index-sources``): rebuilt with index.md."""
-    if "/" in name or not name.startswith(SUB_PREFIX):
+    """A page index.md moved a group to (``index-sources``) or one of its parts
+    (``index/sources-003``): rebuilt with index.md."""
+    if not is_group_page_name(name):
         return False
     meta, _, _ = _split(text)
     return meta is not None and meta.get("type") == "index"

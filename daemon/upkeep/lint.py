@@ -30,7 +30,7 @@ from ..core.config import LintConfig
 from ..core.opkinds import FixAction
 from ..core.vault import Vault
 from ..wiki.catalog import Catalog, PageEntry
-from ..wiki.index import INDEX_END, INDEX_START, render_index
+from ..wiki.index import INDEX_END, INDEX_START, is_group_page_name, is_listed
 from ..wiki.pages import (
     PAGE_TYPES,
     SPECIAL_PAGES,
@@ -490,21 +490,18 @@ def _index_checks(pages: dict[str, _Page], resolver: _Resolver, entries: list[Pa
             ))
         else:
             listed.add(target)
-    # A large index lists whole groups on pages of their own (index-sources, …): what those
-    # blocks list counts as listed.
-    main, groups = render_index(entries)
-    for group_name in groups:
-        group = pages.get(group_name)
-        span = _index_block_lines(group) if group is not None else None
-        if group is None or span is None:
+    # A large index lists groups on pages of their own (index-sources, and its parts
+    # index/sources-001, …): what their blocks list counts as listed.
+    for group_name, group in pages.items():
+        if group.entry.type != "index" or not is_group_page_name(group_name):
+            continue
+        span = _index_block_lines(group)
+        if span is None:
             continue
         listed |= {t for link in group.links if span[0] <= link.line <= span[1] and link.target
                    and (t := resolver.resolve(link.target)) is not None}
     # What the index lists now (it leaves out unreadable pages): every one of those must be in it.
-    expected = {
-        found for text in (main, *groups.values()) for link in iter_links(text)
-        if (found := resolver.resolve(link.target)) is not None
-    }
+    expected = {entry.name for entry in entries if is_listed(entry)}
     for name in sorted(expected):
         # The special pages are reached from everywhere; a fresh vault's index lists none of them.
         if name in listed or _special(name) or name not in pages:

@@ -82,13 +82,22 @@ CREATE TABLE IF NOT EXISTS page_changes (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
     name TEXT NOT NULL
 );
+-- Where index.md's group pages list each page (wiki/index.py): the part of its group it was
+-- given when it joined, and its place there. Kept across a rebuild of the rows above; the part
+-- pages themselves say the same, so a catalogue made again from the pages finds it there.
+CREATE TABLE IF NOT EXISTS index_parts (
+    page TEXT PRIMARY KEY,
+    type TEXT NOT NULL,             -- the page type (group) it was placed in
+    part INTEGER NOT NULL,
+    place INTEGER NOT NULL
+);
 """
 # Bumped when a table above is added: an older catalogue is rebuilt once (it is a cache).
 # 2: claim terms read camelCase and abbreviations; 3: what a claim is about (issue 22);
 # 4: pages_fts rows found by rowid, links resolved by index (issue 24: cost flat in the wiki's size)
 # 5: page_changes (index.md updated from the pages that changed)
 CATALOG_VERSION = 5
-SCHEMA_VERSION = 3  # 2: pages.fts_rowid, pages.link_key, page_names; 3: page_changes
+SCHEMA_VERSION = 4  # 2: pages.fts_rowid, pages.link_key, page_names; 3: page_changes; 4: index_parts
 KEPT_CHANGES = 5000  # page_changes rows kept; a reader further behind builds again from every row
 _STATEMENT_RE = re.compile(r"^- `(?P<key>[^`\n]+)`: .*? — “(?P<quote>.*)”\s*$", re.MULTILINE)
 MAX_ABOUT_TERMS = 16  # words of a quoted sentence kept for a claim (its subject, not its every word)
@@ -425,6 +434,27 @@ class Catalog:
             rows = self._db.execute("SELECT DISTINCT name FROM page_changes WHERE seq > ?", (seq,)).fetchall()
         return int(newest), sorted(str(r[0]) for r in rows)
 
+    def index_parts(self, names: list[str] | None = None) -> dict[str, tuple[str, int, int]]:
+        """page -> (type, part, place) where index.md's group pages list it (wiki/index.py), for
+        these pages (by key) or every one."""
+        query = "SELECT page, type, part, place FROM index_parts"
+        with self._lock:
+            if names is None:
+                rows = self._db.execute(query).fetchall()
+            else:
+                rows = []
+                for start in range(0, len(names), 500):
+                    chunk = names[start : start + 500]
+                    rows += self._db.execute(f"{query} WHERE page IN ({','.join('?' * len(chunk))})", chunk).fetchall()
+        return {str(r[0]): (str(r[1]), int(r[2]), int(r[3])) for r in rows}
+
+    def set_index_parts(self, placed: dict[str, tuple[str, int, int]], removed: list[str]) -> None:
+        """Record where pages were placed in index.md's group pages, and forget ``removed``."""
+        with self._lock, self._db:
+            self._db.executemany("INSERT OR REPLACE INTO index_parts(page, type, part, place) VALUES (?,?,?,?)",
+                                 [(name, *slot) for name, slot in placed.items()])
+            self._db.executemany("DELETE FROM index_parts WHERE page=?", [(name,) for name in removed])
+
     def get(self, name: str) -> PageEntry | None:
         with self._lock:
             row = self._db.execute(
@@ -458,8 +488,8 @@ class Catalog:
 
     def _add_phrases(self, entry: PageEntry) -> None:
         assert self._phrases is not None
-        if entry.stem in {"index", "log", "overview"} or entry.error:
-            return
+        if entry.stem in {"index", "log", "overview"} or entry.type == "index" or entry.error:
+            return  # index.md's own pages ("Index — Sources, part 3") are not what a source mentions
         added = []
         for label in (entry.title, *entry.aliases):
             words = tuple(_words(label))

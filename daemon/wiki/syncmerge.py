@@ -5,9 +5,10 @@ A sync round (``door/sync.py``) hands every path git's merge left conflicted to
 
 - a file changed on one side and deleted on the other: the changed file stays (no line lost);
 - bytes that are not UTF-8 text: the remote's, and a person is told this machine's are in history;
-- ``wiki/index.md`` and ``wiki/overview.md`` merge by their generated block
+- ``wiki/index.md`` (and its group pages and their parts: ``index-sources.md``,
+  ``index/sources-001.md``, …) and ``wiki/overview.md`` merge by their generated block
   (:mod:`.blockmerge`): the text before and after it keeps both machines' lines, never one
-  side's whole file; index.md's block is rebuilt from the merged pages afterwards (by the
+  side's whole file; index.md's blocks are rebuilt from the merged pages afterwards (by the
   door), overview.md keeps the remote's block until this machine's next ingest rebuilds it;
 - files that only grow at their end (``wiki/log.md`` and its archives — what
   :func:`~wikiwright.core.vaultpaths.is_log_file` names — and the daily logs under ``logs/``):
@@ -25,7 +26,7 @@ from __future__ import annotations
 
 from ..core.vaultpaths import INDEX_PAGE, OVERVIEW_PAGE, is_log_file
 from .blockmerge import Markers, merge_with_block
-from .index import INDEX_END, INDEX_START
+from .index import INDEX_END, INDEX_START, is_group_page_name
 from .logfile import merge_log
 from .pagemerge import Merge3, PageMerge, merge_page, merge_plain
 
@@ -80,7 +81,7 @@ def resolve(path: str, base: bytes | None, ours: bytes | None, theirs: bytes | N
         note = PageMerge("", False, notes=["not text: the remote's bytes kept; this machine's are in its "
                                            "own commit in history"])
         return theirs, note
-    if path == INDEX_PAGE:
+    if path == INDEX_PAGE or (path.startswith("wiki/") and path.endswith(".md") and is_group_page_name(path[5:-3])):
         return merge_index(b, o, t, merge3).encode("utf-8"), None
     if path == OVERVIEW_PAGE:
         return merge_overview(b, o, t, merge3).encode("utf-8"), None
