@@ -17,7 +17,8 @@ Usage::
         op.apply_after_commit(delta)        # a StateDelta (the term index's), journaled too
         op.after_commit(callback)           # called with the commit sha (not journaled)
     # on exit: index.md rebuilt (if pages changed), one log.md entry, exactly one commit
-    # with trailers (Wikiwright-Operation: <OpKind>), the ledger, the journal cleared.
+    # with trailers (Wikiwright-Operation: <OpKind>), the ledger calls (one transaction), the
+    # journal cleared.
     # An exception inside the block puts every file back as it was: nothing is committed.
     op.commit_sha                           # None when the operation changed nothing
 
@@ -75,8 +76,8 @@ log = logging.getLogger(__name__)
 # Files outside wiki/ an operation may write (raw/ and logs/ are only ever committed as they are).
 ROOT_FILES = ("REVIEW.md", "SCHEMA.md", ".gitignore")
 COMMIT = "@commit"  # stands for the operation's commit sha in ledger_after_commit arguments
-_LEDGER_CALLS = ("set_kv", "finish_logs", "record_ingest", "set_source_state", "set_page_blobs", "set_notice",
-                 "clear_notice", "review_add", "review_set_state")
+_LEDGER_CALLS = ("set_kv", "finish_logs", "record_ingest", "bind_page", "set_source_state", "set_page_blobs",
+                 "set_notice", "clear_notice", "review_add", "review_set_state")
 _RETRIES = 20
 
 
@@ -209,16 +210,27 @@ class Door:
         sinks = [self.sink(name) for name, _payload in entry.deltas]  # all there, before anything is made
         if not entry.index:  # a journal of an earlier release: its files are what the commit wrote
             self.repo.sync_person_index({rel: change.after for rel, change in entry.files.items()})
-        if entry.page_blobs:
-            self.ledger.set_page_blobs(entry.page_blobs)
-        for method, args in entry.ledger:
-            _call_ledger(self, method, args, sha)
+        self._record(entry.page_blobs, entry.ledger, sha)
         for sink, (name, payload) in zip(sinks, entry.deltas, strict=True):
             try:
                 sink.apply_journaled(payload)
             except ValueError as exc:  # not a delta its sink makes (a journal from elsewhere): left out
                 log.error("recovery: the journaled %s change is not one (%s); not made", name, exc)
                 self.ledger.set_notice("journal", f"an interrupted operation's {name} change was not made: {exc}"[:300])
+
+    def _record(self, page_blobs: Mapping[str, str], calls: Iterable[list[Any]], sha: str) -> None:
+        """What an operation's commit changes in state.db (the page blobs, its journaled ledger
+        and review calls), in one transaction: a crash leaves all of it or none (and the
+        journal, so recovery makes all of it)."""
+        calls = list(calls)
+        if any(method.startswith("review_") for method, _args in calls):
+            # The review tables brought to their version first: that takes its own transaction.
+            reviewfile.ReviewStore.on(self.ledger).close()
+        with self.ledger.atomic():
+            if page_blobs:
+                self.ledger.set_page_blobs(dict(page_blobs))
+            for method, args in calls:
+                _call_ledger(self, method, args, sha)
 
     def _restore(self, entry: JournalEntry) -> None:
         for rel, change in entry.files.items():
@@ -798,10 +810,7 @@ class Operation:
         else:
             self.commit_sha = self._commit_merge(contents, format_message(subject, trailers, self.body))
         crash_point("door-after-commit")
-        if blobs:
-            door.ledger.set_page_blobs(blobs)
-        for method, args in self._entry.ledger:
-            _call_ledger(door, method, args, self.commit_sha or "")
+        door._record(blobs, self._entry.ledger, self.commit_sha or "")
         for name, payload in self._entry.deltas:
             door.sink(name).apply_journaled(payload)
         crash_point("door-before-journal-clear")

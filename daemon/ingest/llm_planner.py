@@ -241,9 +241,18 @@ class ModelPlanner:
             raise LLMTransientError(f"model calls paused {wait:.0f}s more: {self._pause_reason}", retry_after=wait)
         # Secrets are replaced before anything is planned: the model never sees them.
         source, secrets = redact_source(self.config, source, self.ledger, record.path)
-        page = source_page_name(self.ledger, self.vault, record.path)
-        stem = page.rsplit("/", 1)[-1]
         text = source.text
+
+        def choose() -> tuple[str, Routing]:
+            # The source's page (read only: bound once the ingest commits) and the pages it routes to.
+            page = source_page_name(self.ledger, self.vault, record.path)
+            return page, route(self.catalog, text, {page, *SPECIAL_PAGES} - {"overview"})
+
+        page, routing = choose()
+        if hold is not None:
+            page, routing = self._hold_routed(page, routing, hold, choose)
+        stem = page.rsplit("/", 1)[-1]
+        exclude = {page, *SPECIAL_PAGES} - {"overview"}
         budget = self.config.llm.prompt_budget_chars
         parts = split_source(text, max(500, budget // 2))
         workspace = Workspace(
@@ -252,10 +261,6 @@ class ModelPlanner:
             allow_remote_images=self.config.pages.allow_remote_images,
             normaliser=self._normaliser(text, today),
         )
-        exclude = {page, *SPECIAL_PAGES} - {"overview"}
-        routing = route(self.catalog, text, exclude)
-        if hold is not None:
-            routing = self._hold_routed(page, routing, hold, lambda: route(self.catalog, text, exclude))
         parts, routing = self._bound_cost(record, page, text, parts, routing, exclude, workspace, today)
         replies: list[dict[str, Any]] = []
         usage_in = usage_out = 0
@@ -325,15 +330,17 @@ class ModelPlanner:
 
     @staticmethod
     def _hold_routed(page: str, routing: Routing, hold: Callable[[Iterable[str]], bool],
-                     again: Callable[[], Routing]) -> Routing:
-        """The routed pages held before any is read: a worker that waited for another's commit
-        routes again on the catalogue as that commit left it (at most a few times; a page still
-        moving after that is caught by the door's check and planned again)."""
+                     again: Callable[[], tuple[str, Routing]]) -> tuple[str, Routing]:
+        """The source's page and the routed pages held before any is read: a worker that waited
+        for another's commit chooses again on the ledger and catalogue as that commit left it
+        (its source page too: the commit may have bound that name to a source whose name slugs
+        the same, and this one's is then ``-2``), at most a few times; a page still moving after
+        that is caught by the door's check and planned again."""
         for _ in range(ROUTE_AGAIN):
             if not hold([page, *routing.candidates, *routing.claim_keys]):
-                return routing
-            routing = again()
-        return routing
+                return page, routing
+            page, routing = again()
+        return page, routing
 
     def _normaliser(self, text: str, today: date) -> Normaliser:
         """What resolves the model's page names, claim keys and dates for this ingest."""

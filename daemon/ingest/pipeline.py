@@ -160,7 +160,9 @@ class Pipeline:
                 # The process died after committing but before the ledger heard of it: a vault an
                 # earlier release left so (the ledger's call is journaled with the commit now).
                 page = source_page_name(self.ledger, self.vault, record.path)  # bound before that commit
-                self.ledger.finish_ingested(record, page=page, title="", commit_sha=found, engine="recovered")
+                with self.ledger.atomic():
+                    self.ledger.bind_page(record.path, page)  # (no-op: that release bound it as it planned)
+                    self.ledger.finish_ingested(record, page=page, title="", commit_sha=found, engine="recovered")
                 return JobResult(record.path, "ingested", "recovered after a crash", found, page)
         original = self.ledger.source(record.sha256)
         moved = original is not None and not disk_path(self.vault.root, original.path).exists()
@@ -263,6 +265,7 @@ class Pipeline:
         shown = shown_name(record.path)  # a secret in the file name never reaches log.md or a commit
         with self.door.operation(OpKind.INGEST, plan.title, today=self.clock()) as op:
             op.always_log = True  # the source is recorded even if no page changed
+            bind = self._source_page_still_free(plan)
             # Another worker changed a page this plan read: plan again on its text, once: that plan
             # runs under the write lock, where no other operation can move the page again.
             op.replan_if_outdated = replan_if_outdated
@@ -292,6 +295,8 @@ class Pipeline:
             if kept_out:
                 op.details.append(kept_out)
             # Journaled with the commit: a crash after it is finished by the door's recovery.
+            if bind:
+                op.ledger_after_commit("bind_page", record.path, plan.source_page)
             op.ledger_after_commit("record_ingest", record.path, record.sha256, plan.source_page, plan.title,
                                    COMMIT, plan.engine)
             for delta in plan.deltas:  # the terms it saw: made with the ledger's, after the commit
@@ -299,6 +304,19 @@ class Pipeline:
             if plan.state_files:
                 op.after_commit(lambda sha: _write_state_files(plan.state_files) if sha else None)
         return op.commit_sha
+
+    def _source_page_still_free(self, plan: IngestPlan) -> bool:
+        """Under the vault's write lock (inside the operation): the plan's source page is still
+        the one its source gets. True when the binding is new (the operation records it once
+        its commit exists); PlanOutdated when another source took the name meanwhile (a worker
+        or a process planning a source whose name slugs the same committed first): planned again,
+        the name the lookup gives now (``-2``) is this source's."""
+        record = plan.record
+        if self.ledger.bound_page(record.path) == plan.source_page:
+            return False
+        if source_page_name(self.ledger, self.vault, record.path) != plan.source_page:
+            raise PlanOutdated(plan.source_page)
+        return True
 
     # -- draining --------------------------------------------------------------------
 

@@ -131,25 +131,31 @@ def redact_source(config: Config, source: SourceText, ledger: Ledger | None = No
 
 
 def source_page_name(ledger: Ledger, vault: Vault, source_path: str) -> str:
-    """The page bound to a raw/ path: ``sources/src-<slug>``, suffixed on collisions (the slug of
-    the name as shown: a secret in the name never becomes a page's file name)."""
+    """The page of a raw/ path: the one bound to it, or the name a new binding would get,
+    ``sources/src-<slug>`` suffixed on collisions (the slug of the name as shown: a secret in
+    the name never becomes a page's file name).
+
+    Reads only: planning binds nothing. The binding is recorded by the ingest's operation once
+    its commit exists (``Ledger.bind_page``, journaled), after the operation checked this name
+    again under the vault's write lock (``Pipeline._apply``), so a plan set aside leaves no
+    binding and two sources whose names slug the same never commit to one page.
+    """
+    bound = ledger.bound_page(source_path)
+    if bound is not None:
+        return bound
     shown = shown_name(source_path)
     stem = Path(shown).stem or Path(shown).name
-
-    def make(taken: list[str]) -> str:
-        # Candidates in turn (``-2``, ``-3``…) against the bindings and the files there, one
-        # file looked up per candidate rather than the folder listed: a bulk import's cost
-        # does not grow with its sources.
-        base = f"sources/src-{slugify(stem)}"
-        used = {name.casefold() for name in taken}
-        n = 1
-        while True:
-            candidate = base if n == 1 else f"{base}-{n}"
-            if candidate.casefold() not in used and not (vault.wiki / f"{candidate}.md").exists():
-                return candidate
-            n += 1
-
-    return ledger.bind_page(source_path, make)
+    # Candidates in turn (``-2``, ``-3``…) against the bindings and the files there, one file
+    # looked up per candidate rather than the folder listed: a bulk import's cost does not
+    # grow with its sources.
+    base = f"sources/src-{slugify(stem)}"
+    used = {name.casefold() for name in ledger.bound_pages()}
+    n = 1
+    while True:
+        candidate = base if n == 1 else f"{base}-{n}"
+        if candidate.casefold() not in used and not (vault.wiki / f"{candidate}.md").exists():
+            return candidate
+        n += 1
 
 
 @dataclass(frozen=True)

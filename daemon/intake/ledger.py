@@ -13,7 +13,7 @@ import contextlib
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import StrEnum
@@ -401,20 +401,27 @@ class Ledger:
         with self._tx() as db:
             db.execute("UPDATE sources SET state=? WHERE sha256=?", (state, sha256))
 
-    def bind_page(self, path: str, make_name: Callable[[list[str]], str]) -> str:
-        """The page bound to source ``path``; a new binding is made by ``make_name(taken)``.
+    def bound_page(self, path: str) -> str | None:
+        """The page bound to source ``path`` (None: no ingest of it has committed yet)."""
+        with self._lock:
+            row = self._db.execute("SELECT page FROM page_bindings WHERE path=?", (path,)).fetchone()
+        return str(row[0]) if row else None
 
-        Bindings never move: a second source whose name slugs the same gets a suffixed page,
-        never a silent merge into the first one's page.
+    def bound_pages(self) -> list[str]:
+        """Every page a source is bound to (the names a new binding must not take)."""
+        with self._lock:
+            return [str(r[0]) for r in self._db.execute("SELECT page FROM page_bindings")]
+
+    def bind_page(self, path: str, page: str) -> None:
+        """Source ``path`` is summarised by ``page`` from now on: the door's journaled call after
+        the ingest's commit that wrote the page (replayed by its recovery; idempotent).
+
+        Bindings never move: a path already bound keeps its page, and a page bound to another
+        path stays that path's (the operation checked both under the write lock before it
+        committed, so neither happens but in a replay).
         """
         with self._tx() as db:
-            row = db.execute("SELECT page FROM page_bindings WHERE path=?", (path,)).fetchone()
-            if row:
-                return str(row[0])
-            taken = [r[0] for r in db.execute("SELECT page FROM page_bindings")]
-            page = make_name(taken)
-            db.execute("INSERT INTO page_bindings(page, path) VALUES (?,?)", (page, path))
-            return str(page)
+            db.execute("INSERT OR IGNORE INTO page_bindings(page, path) VALUES (?,?)", (page, path))
 
     def page_blob(self, page: str) -> str | None:
         with self._lock:
