@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -182,8 +183,8 @@ def test_a_source_planned_on_a_name_another_source_took_meanwhile_is_planned_aga
     """The model's planner, two sources whose names slug the same: ``a b.md`` is planned on
     ``src-a-b``; before its worker commits, another worker ingests ``a-b.md`` all the way, on
     the same name (nothing bound it yet). The first one's operation finds the name taken under
-    the write lock and plans again (the model's reply applied again, not paid for twice) as
-    ``src-a-b-2``; neither page is written over by the other source."""
+    the write lock and plans again as ``src-a-b-2`` (asking the model again: its first prompt
+    named the other source's page); neither page is written over by the other source."""
     def script(request: dict[str, Any]) -> Any:
         first = "`raw/a b.md`" in user_prompt(request)
         return reply(title="Harbour ferries" if first else "Ferry timetable",
@@ -212,7 +213,8 @@ def test_a_source_planned_on_a_name_another_source_took_meanwhile_is_planned_aga
     assert results and results[-1].state == "ingested", results
     assert bindings(services.vault.root) == {"raw/a-b.md": "sources/src-a-b", "raw/a b.md": "sources/src-a-b-2"}
     assert source_page_of(services, "raw/a b.md") == "sources/src-a-b-2"
-    assert len(first_calls) == 1  # planned again from the kept reply
+    assert ["[[src-a-b]]" in user_prompt(r) for r in first_calls] == [True, False]
+    assert "its page is [[src-a-b-2]]" in user_prompt(first_calls[1])  # not the reply naming the taken page
     assert services.ledger.get_file("raw/a b.md").attempts == 2
     taken = (services.vault.wiki / "sources" / "src-a-b.md").read_text(encoding="utf-8")
     assert "Ferry timetable" in taken and "Harbour ferries" not in taken
@@ -232,3 +234,54 @@ def test_a_new_version_of_a_source_keeps_its_page(services: Services) -> None:
     assert "lighthouse pier" in (services.vault.wiki / "sources" / "src-a-b.md").read_text(encoding="utf-8")
     changed = git(services.vault.root, "show", "--name-only", "--format=", "HEAD").split()
     assert "wiki/sources/src-a-b.md" in changed and "wiki/sources/src-a-b-2.md" not in changed
+
+
+def test_a_worker_waiting_for_a_source_page_name_another_worker_holds_plans_once_on_the_next_name(
+        services: Services) -> None:
+    """Two real worker threads on the model's planner: ``a b.md``'s worker holds
+    ``sources/src-a-b`` (the name it plans on) until its commit, its model call slow;
+    ``a-b.md``'s worker chose the same name (nothing bound yet), so it waits for it, then
+    chooses again as that commit left the ledger: ``src-a-b-2``, planned once, one model call,
+    its prompt naming its own page (without choosing again: planned on ``src-a-b``, found taken
+    at its commit and planned a second time)."""
+    release_first = threading.Event()
+
+    def script(request: dict[str, Any]) -> Any:
+        if "`raw/a b.md`" in user_prompt(request):
+            assert release_first.wait(60), "the test never let the first model call return"
+            return reply(title="Harbour ferries", summary="The nine o'clock ferry.")
+        return reply(title="Ferry timetable", summary="The winter timetable.")
+
+    with ScriptedServer(script) as server:
+        use_model(services, server)
+        locks = services.pipeline.page_locks
+        results: dict[str, Any] = {}
+
+        def work(name: str) -> None:
+            results[name] = services.pipeline.drain_once()
+
+        services.drop("a b.md", FIRST)
+        first = threading.Thread(target=work, args=("first",))
+        first.start()
+        until(lambda: "sources/src-a-b" in locks.held(), "the first worker to hold its source page")
+        services.drop("a-b.md", SECOND)
+        second = threading.Thread(target=work, args=("second",))
+        second.start()
+        until(lambda: locks.waiting() == 1, "the second worker to wait for that page")
+        release_first.set()
+        first.join(60)
+        second.join(60)
+        second_prompts = [user_prompt(r) for r in server.requests if "`raw/a-b.md`" in user_prompt(r)]
+    assert results["first"].state == results["second"].state == "ingested", results
+    assert bindings(services.vault.root) == {"raw/a b.md": "sources/src-a-b", "raw/a-b.md": "sources/src-a-b-2"}
+    assert len(second_prompts) == 1 and "its page is [[src-a-b-2]]" in second_prompts[0]
+    for path in ("raw/a b.md", "raw/a-b.md"):
+        assert services.ledger.get_file(path).attempts == 1, path  # planned once
+    assert not locks.held()
+
+
+def until(condition: Any, what: str) -> None:
+    deadline = time.monotonic() + 60
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.01)

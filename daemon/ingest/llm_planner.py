@@ -195,6 +195,9 @@ KEPT_REPLIES = 16
 class _KeptReplies:
     replies: dict[int, tuple[dict[str, Any], Any]] = field(default_factory=dict)  # by part
     reuse: bool = False  # set when the door found the plan outdated
+    # The source page the prompts named: a plan whose page name another source took meanwhile
+    # (it is planned again on the next name) asks again, so no reply cites the other's page.
+    page: str = ""
 
 
 class ModelPlanner:
@@ -271,8 +274,8 @@ class ModelPlanner:
                 self.ledger.note_progress(record, f"model call {index + 1} of {len(parts)}")
             system, user = self._prompt(record, page, part, index, len(parts), routing, workspace, today)
             self.last_prompt_chars.append(len(system) + len(user))
-            reply = self._kept_reply(record.sha256, index) or self._call(system, user)
-            self._keep_reply(record.sha256, index, reply)
+            reply = self._kept_reply(record.sha256, index, page) or self._call(system, user)
+            self._keep_reply(record.sha256, index, reply, page)
             usage_in += reply[1].tokens_in
             usage_out += reply[1].tokens_out
             cost += reply[1].cost_usd
@@ -440,14 +443,17 @@ class ModelPlanner:
             if kept is not None:
                 kept.reuse = True
 
-    def _kept_reply(self, sha256: str, index: int) -> tuple[dict[str, Any], Any] | None:
+    def _kept_reply(self, sha256: str, index: int, page: str) -> tuple[dict[str, Any], Any] | None:
         with self._replies_lock:
             kept = self._replies.get(sha256)
-            return kept.replies.get(index) if kept is not None and kept.reuse else None
+            usable = kept is not None and kept.reuse and kept.page == page
+            return kept.replies.get(index) if kept is not None and usable else None
 
-    def _keep_reply(self, sha256: str, index: int, reply: tuple[dict[str, Any], Any]) -> None:
+    def _keep_reply(self, sha256: str, index: int, reply: tuple[dict[str, Any], Any], page: str) -> None:
         with self._replies_lock:
-            kept = self._replies.setdefault(sha256, _KeptReplies())
+            kept = self._replies.get(sha256)
+            if kept is None or kept.page != page:
+                kept = self._replies[sha256] = _KeptReplies(page=page)
             kept.replies[index] = reply
             self._replies.move_to_end(sha256)
             while len(self._replies) > KEPT_REPLIES:
