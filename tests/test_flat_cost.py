@@ -78,8 +78,10 @@ def test_an_offline_ingest_runs_no_statement_that_reads_a_whole_table(services: 
     catalog = services.catalog
     term_statements: list[str] = []
     catalog_statements: list[str] = []
+    ledger_statements: list[str] = []
     traced(terms._db, term_statements)
     traced(catalog._db, catalog_statements)
+    traced(services.ledger._db, ledger_statements)
     try:
         for n in range(10, 13):
             services.drop(f"note-{n:02d}.md", note(n))
@@ -88,10 +90,13 @@ def test_an_offline_ingest_runs_no_statement_that_reads_a_whole_table(services: 
     finally:
         terms._db.set_trace_callback(None)
         catalog._db.set_trace_callback(None)
+        services.ledger._db.set_trace_callback(None)
     assert any("pages_fts" in s and s.startswith("DELETE") for s in catalog_statements)  # pages were reindexed
     assert any(s.startswith("SELECT") and "FROM terms" in s for s in term_statements)
     scans = {}
-    for db, statements in ((terms._db, term_statements), (catalog._db, catalog_statements)):
+    assert any("page_bindings" in s for s in ledger_statements)  # new sources were given pages
+    for db, statements in ((terms._db, term_statements), (catalog._db, catalog_statements),
+                           (services.ledger._db, ledger_statements)):
         for statement in dict.fromkeys(statements):
             if statement == DOOR_INDEX_READ:
                 continue

@@ -145,15 +145,14 @@ def source_page_name(ledger: Ledger, vault: Vault, source_path: str) -> str:
         return bound
     shown = shown_name(source_path)
     stem = Path(shown).stem or Path(shown).name
-    # Candidates in turn (``-2``, ``-3``…) against the bindings and the files there, one file
-    # looked up per candidate rather than the folder listed: a bulk import's cost does not
-    # grow with its sources.
+    # Candidates in turn (``-2``, ``-3``…) against the bindings and the files there, one key
+    # and one file looked up per candidate rather than the table read or the folder listed: a
+    # bulk import's cost does not grow with its sources.
     base = f"sources/src-{slugify(stem)}"
-    used = {name.casefold() for name in ledger.bound_pages()}
     n = 1
     while True:
         candidate = base if n == 1 else f"{base}-{n}"
-        if candidate.casefold() not in used and not (vault.wiki / f"{candidate}.md").exists():
+        if not ledger.page_is_bound(candidate) and not (vault.wiki / f"{candidate}.md").exists():
             return candidate
         n += 1
 

@@ -407,10 +407,15 @@ class Ledger:
             row = self._db.execute("SELECT page FROM page_bindings WHERE path=?", (path,)).fetchone()
         return str(row[0]) if row else None
 
-    def bound_pages(self) -> list[str]:
-        """Every page a source is bound to (the names a new binding must not take)."""
+    def page_is_bound(self, page: str) -> bool:
+        """A source is bound to ``page`` (a name a new binding must not take), compared as the
+        names are written (slugs, lower case) and case-folded: key lookups, so a bulk import's
+        cost does not grow with its sources."""
+        names = sorted({page, page.lower(), page.casefold()})
+        marks = ",".join("?" * len(names))
         with self._lock:
-            return [str(r[0]) for r in self._db.execute("SELECT page FROM page_bindings")]
+            row = self._db.execute(f"SELECT 1 FROM page_bindings WHERE page IN ({marks}) LIMIT 1", names).fetchone()
+        return row is not None
 
     def bind_page(self, path: str, page: str) -> None:
         """Source ``path`` is summarised by ``page`` from now on: the door's journaled call after
