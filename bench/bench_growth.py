@@ -166,17 +166,29 @@ def run_import(base: Path, sources: int, window: int, profile_at: list[int],
     out["objects"] = [written.get(n, 0.0) for n in range(sources)]
     out["count"] = [counts.get(n, 0.0) for n in range(sources)]
     out["loose_paths"] = {str(start): groups for start, groups in loose_paths.items()}
-    # What git keeps once it packs (the daemon runs `gc --auto`): the pack of the whole history
-    # after a window less the pack before it, per source of the window.
+    # What git keeps once it packs, two ways. "gc": the window's objects in a pack of their own,
+    # as the daemon's `gc --auto` packs the loose objects of its last stretch (a later
+    # consolidation, `repack -a -d`, keeps those deltas). "scratch": one pack of the whole
+    # history after the window less the one before it, deltas searched again (`repack -f`,
+    # `gc --aggressive`): git's delta window (10 neighbours, sorted by size) then pairs a file's
+    # versions of equal size from different months, so a bounded file whose text slides (log.md
+    # between archives, the "newest" lists) costs more the longer the history.
     packed = [0.0] * sources
+    alone = [0.0] * sources
     packed_paths: dict[str, dict[str, float]] = {}
+    alone_paths: dict[str, dict[str, float]] = {}
     for start in (0, sources - window):
-        after, before_window = (_packed_by_path(vault.root, bounds[at]) for at in (start + window, start))
+        after, before_window = (_packed_by_path(vault.root, [bounds[at]]) for at in (start + window, start))
         grown = sum(after.values()) - sum(before_window.values())
         packed[start:start + window] = [grown / window] * window
         packed_paths[str(start)] = {key: (after.get(key, 0) - before_window.get(key, 0)) / window
                                     for key in set(after) | set(before_window)}
+        own = _packed_by_path(vault.root, [bounds[start + window], "^" + bounds[start]])
+        alone[start:start + window] = [sum(own.values()) / window] * window
+        alone_paths[str(start)] = {key: size / window for key, size in own.items()}
     out["packed"] = packed
+    out["packed_alone"] = alone
+    out["alone_paths"] = alone_paths
     out["packed_paths"] = packed_paths
     biggest = max(vault.wiki.rglob("*.md"), key=lambda p: p.stat().st_size)
     out["largest_page"] = f"{biggest.relative_to(vault.wiki)} {biggest.stat().st_size // 1024} KiB"
@@ -222,10 +234,11 @@ def _path_group(kind: str, path: str) -> str:
     return f"blob {folder}*" if folder else f"blob {path}"
 
 
-def _packed_by_path(root: Path, commit: str) -> dict[str, int]:
-    """Bytes of one pack of every object reachable from ``commit`` (deltas as git makes them:
-    pack-objects' default window and depth, as gc), by :func:`_path_group` of each object."""
-    listed = subprocess.run(["git", "rev-list", "--objects", commit], cwd=root, capture_output=True,
+def _packed_by_path(root: Path, revisions: list[str]) -> dict[str, int]:
+    """Bytes of one pack of the objects ``git rev-list --objects <revisions>`` lists (a commit:
+    its whole history; ``B ^A``: what ``A..B`` added), deltas as git makes them (pack-objects'
+    default window and depth, as gc), by :func:`_path_group` of each object."""
+    listed = subprocess.run(["git", "rev-list", "--objects", *revisions], cwd=root, capture_output=True,
                             text=True, check=True).stdout
     path_of = {oid: path for oid, _, path in (line.partition(" ") for line in listed.splitlines() if line)}
     with tempfile.TemporaryDirectory() as scratch:
@@ -268,7 +281,8 @@ def print_by_path(sides: list[tuple[str, dict[str, Any]]], args: argparse.Namesp
     """Where the bytes go: per path (flat folders' blobs summed), bytes per source in the first
     and the last window, loose and packed; the rows that grew most (or cost most) first."""
     for label, data in sides:
-        for key, what in (("loose_paths", "loose"), ("packed_paths", "packed (pack growth over the window)")):
+        for key, what in (("loose_paths", "loose"), ("alone_paths", "packed as `gc --auto` (the window's own pack)"),
+                          ("packed_paths", "packed from scratch (`repack -f`: the history's pack growth)")):
             early, late = data[key][str(first)], data[key][str(last)]
             rows = sorted(set(early) | set(late), key=lambda k: (-(late.get(k, 0) - early.get(k, 0)), k))
             print(f"\n{label}, git bytes per source by path, {what}; sources {first + 1}-{first + args.window} "
@@ -318,12 +332,14 @@ def main() -> int:
                               ("child", "CPU, child processes (git, extraction)"), ("wall", "wall"),
                               ("count", "git objects written per source (commit, trees, blobs)"),
                               ("objects", "git objects written, KiB per source (compressed, on disk)"),
-                              ("packed", "… once packed (the history's pack after the window less before), "
-                                         "KiB per source")):
+                              ("packed_alone", "… once packed as `gc --auto` does (the window's objects "
+                                               "in a pack of their own), KiB per source"),
+                              ("packed", "… once packed from scratch (`repack -f`: the history's pack after "
+                                         "the window less before), KiB per source")):
                 if key not in data:
                     continue
                 a, b = window_mean(data[key], first, args.window), window_mean(data[key], last, args.window)
-                if key in ("objects", "packed"):
+                if key in ("objects", "packed", "packed_alone"):
                     a, b = a / 1000 / 1024, b / 1000 / 1024  # window_mean is in thousandths
                 elif key == "count":
                     a, b = a / 1000, b / 1000
