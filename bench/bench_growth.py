@@ -12,10 +12,14 @@ bulk import of one project's notes. Each note is dropped into raw/ and ingested 
 real pipeline (offline engine, door, git commits), one worker, in process. Per source it
 records the CPU time of this process (time.process_time: the planner, catalogue, door) and of
 the child processes it waited for (git, the extraction worker), and wall time; for the first
-and last windows, after the timed part, the bytes of git objects its commits added (loose, and
-what the history's pack grew by over the window: what git keeps once it packs), how many
-objects each commit wrote, and both split by the path they belong to (``--by-path``: a table of
-the paths whose cost per source grew most from the first window to the last).
+and last windows, after the timed part, how many git objects its commits added and their bytes
+(loose), and what git keeps of a window once it packs, two ways: the window's objects in a pack
+of their own (as the daemon's ``gc --auto`` packs loose objects; a later ``repack -a -d`` keeps
+those deltas) and the whole history's pack after the window less the one before it, deltas
+searched again (``repack -f``, ``gc --aggressive``). ``--by-path N``: the same split by the
+path each object belongs to (flat folders' blobs summed), the N rows that grew most.
+
+    .venv/bin/python bench/bench_growth.py --sources 1000 --window 100 --by-path 14
 
 The table compares the first ``--window`` sources with the last: the ratio is the growth
 (target: this process's CPU per source at sources 900-1,000 within 1.2x of sources 1-100).
