@@ -90,7 +90,7 @@ def children_cpu() -> float:
 
 
 def run_import(base: Path, sources: int, window: int, profile_at: list[int],
-               plan_only: bool = False) -> dict[str, Any]:
+               plan_only: bool = False, early: int = 0) -> dict[str, Any]:
     """Ingest ``sources`` notes into a fresh vault; per-source CPU and wall seconds."""
     from wikiwright.core.config import load_config
     from wikiwright.door.init import init_vault
@@ -132,12 +132,12 @@ def run_import(base: Path, sources: int, window: int, profile_at: list[int],
     wall: list[float] = []
     written: dict[int, float] = {}  # source -> bytes of git objects its ingest wrote (windows only)
     counts: dict[int, float] = {}  # source -> how many git objects its ingest wrote (windows only)
-    loose_paths: dict[int, dict[str, float]] = {0: {}, sources - window: {}}  # window -> group -> bytes
+    loose_paths: dict[int, dict[str, float]] = {early: {}, sources - window: {}}  # window -> group -> bytes
     bounds: dict[int, str] = {}  # HEAD before each window's first source and after its last
     for n in range(sources):
-        if n in (0, sources - window):
+        if n in (early, sources - window):
             bounds[n] = _head(vault.root)
-        counted = n < window or n >= sources - window
+        counted = early <= n < early + window or n >= sources - window
         before = _head(vault.root) if counted else ""
         path = vault.raw / f"note-{n:04d}.md"
         path.write_text(note(n, rng))
@@ -158,11 +158,11 @@ def run_import(base: Path, sources: int, window: int, profile_at: list[int],
             objects = _objects_of(vault.root, before, _head(vault.root))
             written[n] = float(sum(size for _, _, size in objects))
             counts[n] = float(len(objects))
-            groups = loose_paths[0 if n < window else sources - window]
+            groups = loose_paths[early if n < early + window else sources - window]
             for kind, path, size in objects:
                 key = _path_group(kind, path)
                 groups[key] = groups.get(key, 0.0) + size / window
-        if n in (window - 1, sources - 1):
+        if n in (early + window - 1, sources - 1):
             bounds[n + 1] = _head(vault.root)
     plan = [a + b for a, b in zip(phases["read"], phases["plan_read"], strict=True)] or phases["plan"]
     out: dict[str, Any] = {"cpu": cpu, "plan": plan, "door": phases["door"], "child": child, "wall": wall,
@@ -181,7 +181,7 @@ def run_import(base: Path, sources: int, window: int, profile_at: list[int],
     alone = [0.0] * sources
     packed_paths: dict[str, dict[str, float]] = {}
     alone_paths: dict[str, dict[str, float]] = {}
-    for start in (0, sources - window):
+    for start in (early, sources - window):
         after, before_window = (_packed_by_path(vault.root, [bounds[at]]) for at in (start + window, start))
         grown = sum(after.values()) - sum(before_window.values())
         packed[start:start + window] = [grown / window] * window
@@ -264,7 +264,7 @@ def _packed_by_path(root: Path, revisions: list[str]) -> dict[str, int]:
 def one_side(base: Path, args: argparse.Namespace, code: Path | None) -> dict[str, Any]:
     """One import in its own process (``code``: import wikiwright from there)."""
     command = [sys.executable, __file__, "--child", str(base), "--sources", str(args.sources),
-               "--window", str(args.window)]
+               "--window", str(args.window), "--early", str(args.early)]
     if code is not None:
         command += ["--code", str(code)]
     if args.profile and code is None:
@@ -307,6 +307,9 @@ def main() -> int:
     parser.add_argument("--profile", type=int, nargs="+", default=[], metavar="N",
                         help="cProfile sources N+1..N+window of this tree (several windows: several N)")
     parser.add_argument("--profile-plan", action="store_true", help="profile only the planner's steps")
+    parser.add_argument("--early", type=int, default=0, metavar="N",
+                        help="the early window starts after source N (e.g. 200: once index.md and log.md have "
+                             "their bounded shape, so the ratio is the growth alone)")
     parser.add_argument("--by-path", type=int, default=0, metavar="N",
                         help="also print the N paths whose git bytes per source grew most (loose and packed)")
     parser.add_argument("--keep", action="store_true", help="keep the vaults")
@@ -316,7 +319,8 @@ def main() -> int:
     if args.child is not None:
         sys.path.insert(0, str(args.code or ROOT))
         isolate(args.child)
-        print(json.dumps(run_import(args.child, args.sources, args.window, args.profile, args.profile_plan)))
+        measured = run_import(args.child, args.sources, args.window, args.profile, args.profile_plan, args.early)
+        print(json.dumps(measured))
         return 0
     base = Path(tempfile.mkdtemp(prefix="ww-growth-"))
     try:
@@ -325,7 +329,7 @@ def main() -> int:
             code = export_code(args.compare, base / "ref-code")
             sides.append((args.compare, one_side(base / "ref", args, code)))
         sides.append(("this tree", one_side(base / "this", args, None)))
-        first, last = 0, args.sources - args.window
+        first, last = args.early, args.sources - args.window
         print(f"Offline import of {args.sources} generated notes sharing names (one worker, in process); "
               f"ms per source, mean over sources {first + 1}-{first + args.window} and "
               f"{last + 1}-{args.sources}\n")
