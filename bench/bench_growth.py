@@ -12,8 +12,14 @@ bulk import of one project's notes. Each note is dropped into raw/ and ingested 
 real pipeline (offline engine, door, git commits), one worker, in process. Per source it
 records the CPU time of this process (time.process_time: the planner, catalogue, door) and of
 the child processes it waited for (git, the extraction worker), and wall time; for the first
-and last windows, after the timed part, the bytes of git objects its commits added (loose, and
-what the history's pack grew by over the window: what git keeps once it packs).
+and last windows, after the timed part, how many git objects its commits added and their bytes
+(loose), and what git keeps of a window once it packs, two ways: the window's objects in a pack
+of their own (as the daemon's ``gc --auto`` packs loose objects; a later ``repack -a -d`` keeps
+those deltas) and the whole history's pack after the window less the one before it, deltas
+searched again (``repack -f``, ``gc --aggressive``). ``--by-path N``: the same split by the
+path each object belongs to (flat folders' blobs summed), the N rows that grew most.
+
+    .venv/bin/python bench/bench_growth.py --sources 1000 --window 100 --by-path 14
 
 The table compares the first ``--window`` sources with the last: the ratio is the growth
 (target: this process's CPU per source at sources 900-1,000 within 1.2x of sources 1-100).
@@ -84,7 +90,7 @@ def children_cpu() -> float:
 
 
 def run_import(base: Path, sources: int, window: int, profile_at: list[int],
-               plan_only: bool = False) -> dict[str, Any]:
+               plan_only: bool = False, early: int = 0) -> dict[str, Any]:
     """Ingest ``sources`` notes into a fresh vault; per-source CPU and wall seconds."""
     from wikiwright.core.config import load_config
     from wikiwright.door.init import init_vault
@@ -125,11 +131,13 @@ def run_import(base: Path, sources: int, window: int, profile_at: list[int],
     child: list[float] = []
     wall: list[float] = []
     written: dict[int, float] = {}  # source -> bytes of git objects its ingest wrote (windows only)
+    counts: dict[int, float] = {}  # source -> how many git objects its ingest wrote (windows only)
+    loose_paths: dict[int, dict[str, float]] = {early: {}, sources - window: {}}  # window -> group -> bytes
     bounds: dict[int, str] = {}  # HEAD before each window's first source and after its last
     for n in range(sources):
-        if n in (0, sources - window):
+        if n in (early, sources - window):
             bounds[n] = _head(vault.root)
-        counted = n < window or n >= sources - window
+        counted = early <= n < early + window or n >= sources - window
         before = _head(vault.root) if counted else ""
         path = vault.raw / f"note-{n:04d}.md"
         path.write_text(note(n, rng))
@@ -147,20 +155,45 @@ def run_import(base: Path, sources: int, window: int, profile_at: list[int],
         if result is None or result.state != "ingested":
             raise SystemExit(f"note {n} not ingested: {result}")
         if counted:  # after the timed part: git's own accounting, outside the figures above
-            written[n] = _objects_bytes(vault.root, before, _head(vault.root))
-        if n in (window - 1, sources - 1):
+            objects = _objects_of(vault.root, before, _head(vault.root))
+            written[n] = float(sum(size for _, _, size in objects))
+            counts[n] = float(len(objects))
+            groups = loose_paths[early if n < early + window else sources - window]
+            for kind, path, size in objects:
+                key = _path_group(kind, path)
+                groups[key] = groups.get(key, 0.0) + size / window
+        if n in (early + window - 1, sources - 1):
             bounds[n + 1] = _head(vault.root)
     plan = [a + b for a, b in zip(phases["read"], phases["plan_read"], strict=True)] or phases["plan"]
     out: dict[str, Any] = {"cpu": cpu, "plan": plan, "door": phases["door"], "child": child, "wall": wall,
                            "pages": len(list(vault.wiki.rglob("*.md")))}
     out["objects"] = [written.get(n, 0.0) for n in range(sources)]
-    # What git keeps once it packs (the daemon runs `gc --auto`): the pack of the whole history
-    # after a window less the pack before it, per source of the window.
+    out["count"] = [counts.get(n, 0.0) for n in range(sources)]
+    out["loose_paths"] = {str(start): groups for start, groups in loose_paths.items()}
+    # What git keeps once it packs, two ways. "gc": the window's objects in a pack of their own,
+    # as the daemon's `gc --auto` packs the loose objects of its last stretch (a later
+    # consolidation, `repack -a -d`, keeps those deltas). "scratch": one pack of the whole
+    # history after the window less the one before it, deltas searched again (`repack -f`,
+    # `gc --aggressive`): git's delta window (10 neighbours, sorted by size) then pairs a file's
+    # versions of equal size from different months, so a bounded file whose text slides (log.md
+    # between archives, the "newest" lists) costs more the longer the history.
     packed = [0.0] * sources
-    for start in (0, sources - window):
-        grown = _packed_bytes(vault.root, bounds[start + window]) - _packed_bytes(vault.root, bounds[start])
+    alone = [0.0] * sources
+    packed_paths: dict[str, dict[str, float]] = {}
+    alone_paths: dict[str, dict[str, float]] = {}
+    for start in (early, sources - window):
+        after, before_window = (_packed_by_path(vault.root, [bounds[at]]) for at in (start + window, start))
+        grown = sum(after.values()) - sum(before_window.values())
         packed[start:start + window] = [grown / window] * window
+        packed_paths[str(start)] = {key: (after.get(key, 0) - before_window.get(key, 0)) / window
+                                    for key in set(after) | set(before_window)}
+        own = _packed_by_path(vault.root, [bounds[start + window], "^" + bounds[start]])
+        alone[start:start + window] = [sum(own.values()) / window] * window
+        alone_paths[str(start)] = {key: size / window for key, size in own.items()}
     out["packed"] = packed
+    out["packed_alone"] = alone
+    out["alone_paths"] = alone_paths
+    out["packed_paths"] = packed_paths
     biggest = max(vault.wiki.rglob("*.md"), key=lambda p: p.stat().st_size)
     out["largest_page"] = f"{biggest.relative_to(vault.wiki)} {biggest.stat().st_size // 1024} KiB"
     out["profiles"] = {}
@@ -177,30 +210,61 @@ def _head(root: Path) -> str:
                           check=True).stdout.strip()
 
 
-def _objects_bytes(root: Path, old: str, new: str) -> float:
-    """Bytes on disk (compressed) of the git objects the commits ``old..new`` added: commits,
-    trees and blobs (what an operation costs the repository; log.md rewritten whole was most of it)."""
+def _objects_of(root: Path, old: str, new: str) -> list[tuple[str, str, int]]:
+    """(type, path, bytes on disk, compressed) of each git object the commits ``old..new`` added:
+    commits, trees and blobs (what an operation costs the repository; log.md rewritten whole was
+    most of it once). A tree's path is its folder ("" for the root), a commit's is ""."""
     listed = subprocess.run(["git", "rev-list", "--objects", f"{old}..{new}"], cwd=root, capture_output=True,
                             text=True, check=True).stdout
-    ids = "".join(line.split(" ", 1)[0] + "\n" for line in listed.splitlines() if line)
-    sizes = subprocess.run(["git", "cat-file", "--batch-check=%(objectsize:disk)"], cwd=root, input=ids,
-                           capture_output=True, text=True, check=True).stdout
-    return float(sum(int(x) for x in sizes.split()))
+    rows = [line.partition(" ") for line in listed.splitlines() if line]
+    ids = "".join(oid + "\n" for oid, _, _ in rows)
+    sizes = subprocess.run(["git", "cat-file", "--batch-check=%(objecttype) %(objectsize:disk)"], cwd=root,
+                           input=ids, capture_output=True, text=True, check=True).stdout.split()
+    return [(kind, path, int(size)) for (_, _, path), kind, size in zip(rows, sizes[::2], sizes[1::2], strict=True)]
 
 
-def _packed_bytes(root: Path, commit: str) -> float:
-    """Bytes of one pack of every object reachable from ``commit`` (deltas as git makes them)."""
-    listed = subprocess.run(["git", "rev-list", "--objects", commit], cwd=root, capture_output=True,
-                            check=True).stdout
-    pack = subprocess.run(["git", "pack-objects", "--stdout", "-q"], cwd=root, input=listed, capture_output=True,
-                          check=True).stdout
-    return float(len(pack))
+# The folders that hold one file per source (raw/ the person's, wiki/sources/ the engine's),
+# and the index's part pages: their blobs are summed as one row each, their trees by folder.
+_GROUPED = ("raw/", "wiki/sources/", "wiki/index/", "wiki/log/")
+
+
+def _path_group(kind: str, path: str) -> str:
+    """The row an object's bytes go to: ``tree raw/``, ``blob wiki/sources/*``, ``blob wiki/log.md``, ``commit``."""
+    if kind == "commit":
+        return "commit"
+    if kind == "tree":
+        return f"tree {path + '/' if path else '(root)'}"
+    folder = next((g for g in _GROUPED if path.startswith(g)), None)
+    return f"blob {folder}*" if folder else f"blob {path}"
+
+
+def _packed_by_path(root: Path, revisions: list[str]) -> dict[str, int]:
+    """Bytes of one pack of the objects ``git rev-list --objects <revisions>`` lists (a commit:
+    its whole history; ``B ^A``: what ``A..B`` added), deltas as git makes them (pack-objects'
+    default window and depth, as gc), by :func:`_path_group` of each object."""
+    listed = subprocess.run(["git", "rev-list", "--objects", *revisions], cwd=root, capture_output=True,
+                            text=True, check=True).stdout
+    path_of = {oid: path for oid, _, path in (line.partition(" ") for line in listed.splitlines() if line)}
+    with tempfile.TemporaryDirectory() as scratch:
+        name = subprocess.run(["git", "pack-objects", "-q", f"{scratch}/pack"], cwd=root, input=listed,
+                              capture_output=True, text=True, check=True).stdout.strip()
+        shown = subprocess.run(["git", "verify-pack", "-v", f"{scratch}/pack-{name}.idx"], cwd=root,
+                               capture_output=True, text=True, check=True).stdout
+    grouped: dict[str, int] = {}
+    for line in shown.splitlines():
+        fields = line.split()
+        # "<id> <type> <size> <size in pack> <offset> [<depth> <base>]"
+        if len(fields) < 5 or len(fields[0]) != 40 or fields[1] not in ("commit", "tree", "blob", "tag"):
+            continue
+        key = _path_group(fields[1], path_of.get(fields[0], ""))
+        grouped[key] = grouped.get(key, 0) + int(fields[3])
+    return grouped
 
 
 def one_side(base: Path, args: argparse.Namespace, code: Path | None) -> dict[str, Any]:
     """One import in its own process (``code``: import wikiwright from there)."""
     command = [sys.executable, __file__, "--child", str(base), "--sources", str(args.sources),
-               "--window", str(args.window)]
+               "--window", str(args.window), "--early", str(args.early)]
     if code is not None:
         command += ["--code", str(code)]
     if args.profile and code is None:
@@ -216,6 +280,25 @@ def window_mean(values: list[float], start: int, window: int) -> float:
     return 1000 * statistics.mean(values[start:start + window])
 
 
+def print_by_path(sides: list[tuple[str, dict[str, Any]]], args: argparse.Namespace, first: int,
+                  last: int) -> None:
+    """Where the bytes go: per path (flat folders' blobs summed), bytes per source in the first
+    and the last window, loose and packed; the rows that grew most (or cost most) first."""
+    for label, data in sides:
+        for key, what in (("loose_paths", "loose"), ("alone_paths", "packed as `gc --auto` (the window's own pack)"),
+                          ("packed_paths", "packed from scratch (`repack -f`: the history's pack growth)")):
+            early, late = data[key][str(first)], data[key][str(last)]
+            rows = sorted(set(early) | set(late), key=lambda k: (-(late.get(k, 0) - early.get(k, 0)), k))
+            print(f"\n{label}, git bytes per source by path, {what}; sources {first + 1}-{first + args.window} "
+                  f"and {last + 1}-{args.sources}, the {args.by_path} that grew most:\n")
+            print("| path | first | last | last − first |\n|---|---|---|---|")
+            for row in rows[:args.by_path]:
+                a, b = early.get(row, 0.0), late.get(row, 0.0)
+                print(f"| {row} | {a:.0f} | {b:.0f} | {b - a:+.0f} |")
+            print(f"| all | {sum(early.values()):.0f} | {sum(late.values()):.0f} | "
+                  f"{sum(late.values()) - sum(early.values()):+.0f} |")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sources", type=int, default=1000)
@@ -224,6 +307,11 @@ def main() -> int:
     parser.add_argument("--profile", type=int, nargs="+", default=[], metavar="N",
                         help="cProfile sources N+1..N+window of this tree (several windows: several N)")
     parser.add_argument("--profile-plan", action="store_true", help="profile only the planner's steps")
+    parser.add_argument("--early", type=int, default=0, metavar="N",
+                        help="the early window starts after source N (e.g. 200: once index.md and log.md have "
+                             "their bounded shape, so the ratio is the growth alone)")
+    parser.add_argument("--by-path", type=int, default=0, metavar="N",
+                        help="also print the N paths whose git bytes per source grew most (loose and packed)")
     parser.add_argument("--keep", action="store_true", help="keep the vaults")
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)  # one import, JSON on stdout
     parser.add_argument("--code", type=Path, help=argparse.SUPPRESS)  # import wikiwright from here
@@ -231,7 +319,8 @@ def main() -> int:
     if args.child is not None:
         sys.path.insert(0, str(args.code or ROOT))
         isolate(args.child)
-        print(json.dumps(run_import(args.child, args.sources, args.window, args.profile, args.profile_plan)))
+        measured = run_import(args.child, args.sources, args.window, args.profile, args.profile_plan, args.early)
+        print(json.dumps(measured))
         return 0
     base = Path(tempfile.mkdtemp(prefix="ww-growth-"))
     try:
@@ -240,7 +329,7 @@ def main() -> int:
             code = export_code(args.compare, base / "ref-code")
             sides.append((args.compare, one_side(base / "ref", args, code)))
         sides.append(("this tree", one_side(base / "this", args, None)))
-        first, last = 0, args.sources - args.window
+        first, last = args.early, args.sources - args.window
         print(f"Offline import of {args.sources} generated notes sharing names (one worker, in process); "
               f"ms per source, mean over sources {first + 1}-{first + args.window} and "
               f"{last + 1}-{args.sources}\n")
@@ -249,19 +338,26 @@ def main() -> int:
             for key, what in (("cpu", "CPU, this process"), ("plan", "… of which the offline engine's plan"),
                               ("door", "… of which the door (pages, catalogue, index.md, log.md, commit)"),
                               ("child", "CPU, child processes (git, extraction)"), ("wall", "wall"),
+                              ("count", "git objects written per source (commit, trees, blobs)"),
                               ("objects", "git objects written, KiB per source (compressed, on disk)"),
-                              ("packed", "… once packed (the history's pack after the window less before), "
-                                         "KiB per source")):
+                              ("packed_alone", "… once packed as `gc --auto` does (the window's objects "
+                                               "in a pack of their own), KiB per source"),
+                              ("packed", "… once packed from scratch (`repack -f`: the history's pack after "
+                                         "the window less before), KiB per source")):
                 if key not in data:
                     continue
                 a, b = window_mean(data[key], first, args.window), window_mean(data[key], last, args.window)
-                if key in ("objects", "packed"):
+                if key in ("objects", "packed", "packed_alone"):
                     a, b = a / 1000 / 1024, b / 1000 / 1024  # window_mean is in thousandths
+                elif key == "count":
+                    a, b = a / 1000, b / 1000
                 mark = ""
                 if key in ("cpu", "plan"):
                     mark = " (target ≤ 1.20: " + ("OK" if b / a <= 1.2 else "MISSED") + ")"
                 print(f"| {label} | {what} | {a:.1f} | {b:.1f} | {b / a:.2f}{mark} |")
             print(f"| {label} | pages at the end; largest page | {data['pages']} | {data['largest_page']} | |")
+        if args.by_path:
+            print_by_path(sides, args, first, last)
         if len(sides) == 2:
             ref, this = sides[0][1], sides[1][1]
             a, b = window_mean(ref["cpu"], last, args.window), window_mean(this["cpu"], last, args.window)
