@@ -178,3 +178,20 @@ def test_key_points_prefer_what_the_text_states_to_its_walk_through_exhibits() -
     points = digest(text, "markdown", "", "threads", summary_sentences=1, key_points=2).key_points
     assert points == ["The Rust standard library uses one operating system thread per language thread.",
                       "A spawned thread ends when the main thread of the program ends."], points
+
+
+def test_a_name_inside_a_web_or_mail_address_is_no_mention(services: Services) -> None:
+    """A URL, a mail address or a bare domain says where something is, not what a source is
+    about. Old code: "https://github.com/…" in a README's last line made it a GitHub mention,
+    quoting the bare address on the GitHub page."""
+    services.drop("widget.md", "# Widget\n\nThe Widget team hosts its code on GitHub and reviews every change "
+                               "there.\n")
+    services.drop("gadget.md", "# Gadget\n\nGadget keeps its issue tracker on GitHub as well.\n")
+    services.drop("gizmo.md", "# Gizmo\n\nGizmo reads sensor data from the serial port.\n\n"
+                              "Report problems at https://github.com/acme/gizmo/issues or write to "
+                              "gizmo@github.com for help.\n\nThe mirror is at gitlab.com/acme/gizmo for now.\n")
+    assert {r.state for r in services.drain()} == {"ingested"}
+    page = services.vault.wiki / "github.md"
+    assert page.exists(), sorted(p.name for p in services.vault.wiki.glob("*.md"))
+    meta = parse_page(page.read_text(encoding="utf-8")).meta
+    assert sorted(meta["sources"]) == ["src-gadget", "src-widget"], meta["sources"]

@@ -269,13 +269,26 @@ def mention_sentence(label: str, sentences: list[str], folded_sentences: list[st
             # nor `lite keys delete` DELETE, nor a `csrf_token` CSRF.
             flags = 0 if (acronym := _ACRONYM_RE.fullmatch(label)) and not acronym.group(2) else re.IGNORECASE
             pattern = re.compile(rf"(?<![\w-]){re.escape(label)}(?![\w-])", flags)
-        if pattern.search(sentence):
+        if any(not _inside_address(sentence, m.start()) for m in pattern.finditer(sentence)):
             score = _definition_score(label, sentence)
             if score > best_score:
                 best, best_score = sentence, score
                 if score >= 3.0:
                     break
     return best, best_score
+
+
+# A web or mail address, or a bare domain: "https://github.com/x/y", "www.gnutls.org",
+# "bug-tar@gnu.org". A name inside one is part of where something is, not a mention of it.
+_ADDRESS_RE = re.compile(
+    r"(?:[a-z][\w+.-]*://|www\.)\S+|[\w.+-]+@[\w-]+(?:\.[\w-]+)+|"
+    r"(?<![\w@/.-])[\w-]+(?:\.[\w-]+)*\.(?:com|org|net|io|dev|edu|gov|info|co|me|app|ai)(?:/\S*)?(?![\w-])",
+    re.IGNORECASE)
+
+
+def _inside_address(sentence: str, position: int) -> bool:
+    """True when ``position`` of ``sentence`` falls inside a web or mail address or a domain."""
+    return any(m.start() <= position < m.end() for m in _ADDRESS_RE.finditer(sentence))
 
 
 def yake_available() -> bool:
