@@ -265,3 +265,44 @@ def test_a_section_page_is_named_by_its_heading_not_by_the_site() -> None:
              b"<p>The parser no longer drops the last line of a file.</p></main></body></html>")
     text = read_source(Path("notes.html"), other)
     assert find_title(text.text, text.kind, text.doc_title, "notes") == "Release notes for 4.2"
+
+
+def test_a_readme_is_named_by_its_html_heading_its_logo_heading_or_its_logo() -> None:
+    """GitHub READMEs name their project in HTML or with a logo. Old code: the file name
+    ("httpx README", "libsodium README", "zstd README") for all three."""
+    centred = ('<h1 align="center">HTTPX</h1>\n\n<p align="center"><em>A next-generation HTTP client.</em></p>\n\n'
+               "HTTPX is a fully featured HTTP client library for Python.\n")
+    assert find_title(centred, "markdown", "", "httpx README") == "HTTPX"
+    logo_heading = ("[![Build Status](https://ci.example/x.svg)](https://ci.example/x)\n\n"
+                    "![libsodium](https://example.org/logo.png)\n============\n\n"
+                    "Sodium is an easy-to-use software library for encryption.\n")
+    assert find_title(logo_heading, "markdown", "", "libsodium README") == "libsodium"
+    logo = ('<p align="center"><img src="https://example.org/zstd_logo.png" alt="Zstandard"></p>\n\n'
+            "__Zstandard__, or `zstd` as short version, is a fast lossless compression algorithm.\n")
+    assert find_title(logo, "markdown", "", "zstd README") == "Zstandard"
+    # a badge's or a picture's alt text is no name, nor an image the prose does not name
+    badge = ('<p><img src="https://ci.example/x.svg" alt="Build Status"></p>\n\n'
+             "Build Status is shown on every pull request of the widget.\n")
+    assert find_title(badge, "markdown", "", "widget README") == "widget README"
+    other = ('<p><img src="https://example.org/a.png" alt="Acme"></p>\n\nWidget draws charts in the terminal.\n')
+    assert find_title(other, "markdown", "", "widget README") == "widget README"
+
+
+def test_a_man_pages_broken_words_are_mended_and_sphinx_metadata_is_no_content() -> None:
+    """Old code: "For a detailed discus‐ sion" in tar's summary (groff's line-break hyphen left
+    in the word), and an .rst page opening with ":orphan:" titled by its file name, its first
+    line reading "orphan:"."""
+    man = ("TAR(1)                      GNU TAR Manual                      TAR(1)\n\nNAME\n"
+           "       tar - an archiving utility\n\nNOTE\n"
+           "       This manpage is a short description of GNU tar.  For a detailed discus\u2010\n"
+           "       sion, refer to the GNU Tar Manual.  Set the VER\u2010\n       SION_CONTROL variable to a non-\n"
+           "       empty value.\n\nGNU TAR 1.34                  2022-11-15                      TAR(1)\n")
+    text = read_source(Path("tar.1.txt"), man.encode())
+    assert text.kind == "man"
+    assert "For a detailed discussion, refer" in " ".join(text.text.split())
+    assert "VERSION_CONTROL" in text.text and "non-\nempty" in text.text  # its own hyphen stays
+    rst = read_source(Path("sunset.rst"), b":orphan:\n\nPython 2 Sunset\n===============\n\n"
+                                          b"Since January 2020, Python 2 is no longer supported.\n\n"
+                                          b"Usage\n-----\n\nPin the older release.\n")
+    assert find_title(rst.text, rst.kind, rst.doc_title, "sunset") == "Python 2 Sunset"
+    assert "orphan" not in rst.text

@@ -17,6 +17,7 @@ part by part along its own headings, and every part is listed: nothing is cut si
 from __future__ import annotations
 
 import bisect
+import html
 import logging
 import re
 from collections import Counter
@@ -120,6 +121,10 @@ def _parser(kind: str) -> MarkdownIt:
 _PARSERS = {"text": _parser("text"), "markdown": _parser("markdown")}
 
 
+_HTML_HEADING_RE = re.compile(r"<h([1-6])\b[^>]*>(.*?)</h\1\s*>", re.IGNORECASE | re.DOTALL)
+_TAG_RE = re.compile(r"<[^<>]*>")
+
+
 @lru_cache(maxsize=8)
 def blocks(text: str, kind: str = "markdown") -> tuple[Block, ...]:
     """Headings, paragraphs and list items outside code, HTML blocks and tables, in order.
@@ -157,6 +162,14 @@ def blocks(text: str, kind: str = "markdown") -> tuple[Block, ...]:
             heading_level = int(token.tag[1:])
         elif kind_ == "heading_close":
             heading_level = 0
+        elif kind_ == "html_block" and not in_table and "<h" in token.content.lower():
+            # A heading written in HTML (a README's centred `<h1 align="center">Name</h1>`) is
+            # a heading all the same.
+            line = token.map[0] if token.map else 0
+            for match in _HTML_HEADING_RE.finditer(token.content):
+                flat = " ".join(html.unescape(_TAG_RE.sub(" ", match.group(2))).split())
+                if flat:
+                    found.append(Block("heading", int(match.group(1)), flat, line))
         elif kind_ == "inline" and not in_table:
             line = token.map[0] if token.map else 0
             flat = " ".join(token.content.split())
@@ -335,8 +348,16 @@ def humanize_file_name(path: str) -> str:
 
 def _clean_heading(text: str) -> str:
     text = re.sub(r"\s*\{#[^}]*\}\s*$", "", text)  # {#anchor}
-    text = plain_inline(re.sub(r"\s+(=+|-{2,})$", "", text.strip()).rstrip("#").strip())  # a setext underline
-    return " ".join(text.split())
+    raw = re.sub(r"\s+(=+|-{2,})$", "", text.strip()).rstrip("#").strip()  # a setext underline
+    text = " ".join(plain_inline(raw).split())
+    if not text:
+        # A heading that is only an image (a project's logo over "====") is named by its alt text.
+        alt = _IMAGE_ALT_RE.search(raw)
+        text = " ".join((alt.group(1) or alt.group(2) or "").split()) if alt else ""
+    return text
+
+
+_IMAGE_ALT_RE = re.compile(r"!\[([^\]]+)\]\(|<img\b[^>]*\balt=[\"']([^\"']+)[\"']", re.IGNORECASE)
 
 
 # What separates a page's name from its site's in an HTML <title> ("File system | Node.js").
@@ -394,6 +415,10 @@ def find_title(text: str, kind: str, doc_title: str, fallback: str, meta: dict[s
             return named[:120]
     if doc_title.strip() and not _junk_metadata_title(doc_title) and not sentence_like(doc_title):
         return " ".join(doc_title.split())[:120]
+    if kind == "markdown":
+        logo = _logo_name(text)
+        if logo:
+            return logo[:120]
     if kind in ("pdf", "docx", "pptx"):
         # No heading, no metadata: a title page's first line names the document, when it is one
         # ("Shared MIME-info Database"), not a sentence or a banner.
@@ -403,6 +428,30 @@ def find_title(text: str, kind: str, doc_title: str, fallback: str, meta: dict[s
                 and not line.endswith((".", ":", ",")) and line[:1].isupper() and not _generated_banner(line)):
             return line[:120]
     return fallback[:120]
+
+
+# What an image's alt text says when it is a badge or a picture, not the project's name.
+_NOT_A_LOGO_NAME_RE = re.compile(
+    r"\b(?:logo|badge|banner|screenshot|image|icon|build|status|version|licen[cs]e|coverage|downloads?|docs?|"
+    r"documentation|ci|pypi|chat|discord|slack|twitter|sponsors?|tests?)\b", re.IGNORECASE)
+
+
+def _logo_name(text: str) -> str:
+    """A README with no heading that opens with its project's logo ("<img alt="Zstandard">"
+    above "Zstandard, or zstd, is …") is named by the logo's alt text, when its first paragraph
+    names the same thing; '' otherwise."""
+    lines = text.split("\n")
+    first = next((b for b in blocks(text) if b.kind == "para" and not (
+        _IMAGE_RE.search(b.text) and not _IMAGE_LINE_RE.sub("", b.text).strip())), None)
+    if first is None or first.line > 40:
+        return ""
+    prose = plain_inline(first.text)
+    for match in _IMAGE_ALT_RE.finditer("\n".join(lines[: first.line])):
+        name = " ".join(html.unescape(match.group(1) or match.group(2) or "").split())
+        if (1 <= len(name.split()) <= 3 and not _NOT_A_LOGO_NAME_RE.search(name) and not is_generic_title(name)
+                and re.search(rf"(?<![^\W_]){re.escape(name)}(?![^\W_])", prose, re.IGNORECASE)):
+            return name
+    return ""
 
 
 def project_of(path: str) -> str:

@@ -165,6 +165,10 @@ def looks_rst(text: str) -> bool:
                                                                              re.MULTILINE)))
 
 
+_SPHINX_METADATA_RE = re.compile(
+    r"\A(?:[ \t]*\n)*(?::(?:orphan|nocomments|nosearch|no-search|tocdepth|fieldlist):[^\n]*\n)+")
+
+
 def rst_to_markdown(text: str) -> tuple[str, str]:
     """(markdown, document title) of reStructuredText."""
     from docutils.core import publish_doctree
@@ -175,6 +179,9 @@ def rst_to_markdown(text: str) -> tuple[str, str]:
         "raw_enabled": False, "_disable_config": True, "doctitle_xform": True, "sectsubtitle_xform": False,
         "syntax_highlight": "none", "smart_quotes": False, "input_encoding": "unicode",
     }
+    # Sphinx's file-wide metadata (":orphan:", ":tocdepth: 2") opening the file is no content,
+    # and left in place it keeps docutils from taking the first section's title as the document's.
+    text = _SPHINX_METADATA_RE.sub("", text, count=1)
     tree = publish_doctree(text, settings_overrides=settings)
     writer = _Markdown()
     writer.block(tree)

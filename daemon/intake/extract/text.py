@@ -111,7 +111,13 @@ def man_page_to_markdown(text: str) -> tuple[str, str] | None:
                 title = f"{name}({section}) — {match.group(2).strip()}"
         out.append(escape_hash_lines(line.strip()))  # man's indentation would read as code blocks
     body = re.sub(r"\n{3,}", "\n\n", "\n".join(out)).strip() + "\n"
+    # groff breaks a long word across lines with U+2010 ("discus‐" over "sion"); the hyphen a
+    # word has of its own is "-" in its output, so this one is only the break: the word is mended.
+    body = _MAN_HYPHEN_BREAK_RE.sub(lambda m: "".join(g for g in m.groups() if g), body)
     return body, title
+
+
+_MAN_HYPHEN_BREAK_RE = re.compile(r"([a-z])\u2010\n[ \t]*([a-z])|([A-Z_])\u2010\n[ \t]*([A-Z_])")
 
 
 def escape_hash_lines(text: str) -> str:
