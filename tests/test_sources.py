@@ -306,3 +306,45 @@ def test_a_man_pages_broken_words_are_mended_and_sphinx_metadata_is_no_content()
                                           b"Usage\n-----\n\nPin the older release.\n")
     assert find_title(rst.text, rst.kind, rst.doc_title, "sunset") == "Python 2 Sunset"
     assert "orphan" not in rst.text
+
+
+def test_gnu_changelogs_and_a_readme_ending_with_its_history_are_read_as_they_are() -> None:
+    """Old code: a GNU ChangeLog's summary was "Copyright and licence terms." (its indented
+    entries read as code, its licence trailer as the only text), a GNU NEWS file was summarised
+    by its first change, and a README ending with "## Changelog" was "A changelog" whose key
+    points were all release notes."""
+    changelog = ("2022-04-07  Jim Meyering  <meyering@example.org>\n\n"
+                 "\tversion 1.12\n\t* NEWS: Record release date.\n\n"
+                 "2022-04-07  Paul Eggert  <eggert@example.org>\n\n\tzgrep: fix \"binary file matches\" mislabeling\n"
+                 "\tProblem reported by Jim Avera.\n\t* zgrep.in: Use -H.\n\n"
+                 "2022-04-04  Paul Eggert  <eggert@example.org>\n\n\tgzip: fix race in unlink\n\n"
+                 "Copyright (C) 2022 Free Software Foundation, Inc.\n")
+    text = read_source(Path("ChangeLog"), changelog.encode())
+    result = digest(text.text, text.kind, text.doc_title, "gzip ChangeLog", 3, 6)
+    assert result.summary.startswith("A changelog; the newest entry is dated 2022-04-07"), result.summary
+    assert 'zgrep: fix "binary file matches" mislabeling.' in result.key_points
+    assert "gzip: fix race in unlink." not in result.key_points  # an older day's entry
+    news = ("GNU gzip NEWS                                    -*- outline -*-\n\n"
+            "* Noteworthy changes in release 1.12 (2022-04-07) [stable]\n\n** Changes in behavior\n\n"
+            "  'gzip -l' no longer misreports file lengths 4 GiB and larger.\n"
+            "  Previously it output the stored value.\n\n"
+            "** Bug fixes\n\n  'zless' is no longer installed on platforms lacking 'less'.\n\n"
+            "* Noteworthy changes in release 1.11 (2021-09-03) [stable]\n\n  Some old fix.\n")
+    text = read_source(Path("NEWS"), news.encode())
+    result = digest(text.text, text.kind, text.doc_title, "gzip NEWS", 3, 6)
+    assert result.summary == ("A changelog; the newest entry is release 1.12 (released 2022-04-07), "
+                              "with 2 changes listed."), result.summary
+    assert result.key_points[0] == "'gzip -l' no longer misreports file lengths 4 GiB and larger."
+    readme = ("# Watchdog\n\nPython API and shell utilities to monitor file system events.\n\n## Installation\n\n"
+              "Install it from PyPI with pip. It needs Python 3.11 or above.\n\n## Editors\n\n"
+              "Vim does not modify files unless directed to do so. It writes a backup and renames it.\n\n"
+              "## Changelog\n\n### 7.1.0\n\n- Fix building the extension on PyPy 3.12 today.\n- Create the watch "
+              "instance lazily.\n\n### 7.0.0\n\n- Drop support for Python 3.10 and older.\n\n### 6.0.0\n\n"
+              "- Rename the observer classes.\n")
+    result = digest(readme, "markdown", "", "watchdog README", 3, 6)
+    assert result.summary.startswith("Python API and shell utilities to monitor file system events."), result.summary
+    assert not any("PyPy" in p or "lazily" in p for p in result.key_points), result.key_points
+    # a changelog of its own stays one
+    own = "# Changelog\n\n## 2.0.0 (2024-05-01)\n\n- Drop the old API.\n\n## 1.0.0 (2023-01-01)\n\n- First release.\n"
+    summary = digest(own, "markdown", "", "CHANGELOG", 3, 6).summary
+    assert summary.startswith("A changelog; the newest entry is version 2.0.0"), summary

@@ -574,6 +574,9 @@ def changelog_digest(body: str, kind: str, title: str, name: str) -> tuple[list[
         stamp = when or (released.group(1).strip() if released else "")
         date_part = f" (released {stamp})" if stamp else ""
         return _changelog_result(f"{package} {version}", date_part, items)
+    gnu = _gnu_changelog(body) or _gnu_news(body)
+    if gnu is not None:
+        return gnu
     named = _CHANGELOG_NAME_RE.search(f"{title} {name}") is not None
     every = [b for b in blocks(body, kind) if b.kind == "heading"]
     # A version heading opens with its version ("3.1.0", "Version 3.1.0", "v2.0 (2024-01-02)",
@@ -581,6 +584,8 @@ def changelog_digest(body: str, kind: str, title: str, name: str) -> tuple[list[
     heads = [b for b in every if _VERSION_HEADING_RE.match(plain_inline(b.text))]
     if len(heads) < 2 or not (named or (len(heads) >= 3 and len(heads) * 2 >= len(every))):
         return None
+    if changelog_part(body, kind) is not None:
+        return None  # a README that ends with its changelog: read as the README it is
     newest = heads[0]
     items = []
     started = False
@@ -606,6 +611,73 @@ def changelog_digest(body: str, kind: str, title: str, name: str) -> tuple[list[
         when = "unreleased"
     date_part = "" if not when else " (not released yet)" if when == "unreleased" else f" (released {when})"
     return _changelog_result(f"version {number}", date_part, items)
+
+
+# GNU's two formats: a ChangeLog's entry opens "2022-04-07  Jim Meyering  <meyering@fb.com>" over
+# tab-indented lines; a NEWS file's release "* Noteworthy changes in release 1.12 (2022-04-07)".
+_GNU_ENTRY_RE = re.compile(r"^(\d{4}-\d{2}-\d{2})\s{2,}(\S[^<\n]*?)\s+<[^<>@\s]+@[^<>\s]+>\s*$", re.MULTILINE)
+_GNU_RELEASE_RE = re.compile(
+    r"^\*[ \t]+(?:noteworthy[ \t]+)?changes[ \t]+in[ \t]+(?:release|version)[ \t]+(\S+)(?:[ \t]+\(([^)\n]*)\))?"
+    r"[^\n]*$", re.MULTILINE | re.IGNORECASE)
+
+
+def _gnu_changelog(body: str) -> tuple[list[str], list[str]] | None:
+    """A GNU ChangeLog: the newest day's entries, each by the line that says what changed."""
+    entries = list(_GNU_ENTRY_RE.finditer(body))
+    if len(entries) < 2 or body[: entries[0].start()].strip():
+        return None
+    newest = entries[0].group(1)
+    items = []
+    for index, entry in enumerate(entries):
+        if entry.group(1) != newest:
+            break
+        end = entries[index + 1].start() if index + 1 < len(entries) else len(body)
+        lines = [line.strip() for line in body[entry.end(): end].splitlines() if line.strip()]
+        if lines:
+            # Its first line: a commit's subject, or the first "* file (function): what changed".
+            items.append(re.sub(r"^\*\s+", "", lines[0]))
+    return _changelog_result(f"dated {newest} ({entries[0].group(2).strip()})", "", items)
+
+
+def _gnu_news(body: str) -> tuple[list[str], list[str]] | None:
+    """A GNU NEWS file: the newest release, each of its paragraphs by its first sentence."""
+    releases = list(_GNU_RELEASE_RE.finditer(body))
+    if len(releases) < 2:
+        return None
+    newest = releases[0]
+    section = body[newest.end(): releases[1].start()]
+    items = []
+    for paragraph in re.split(r"\n[ \t]*\n", section):
+        flat = " ".join(paragraph.split())
+        if flat and not flat.startswith("*"):  # "** Bug fixes": a heading of the release's own
+            items.append(sentence_split(flat)[0])
+    when = next(iter(find_dates(newest.group(2) or "", 1)), "")
+    if not when and re.search(r"\bunreleased\b|\?\?\?", newest.group(0), re.IGNORECASE):
+        when = "unreleased"
+    date_part = "" if not when else " (not released yet)" if when == "unreleased" else f" (released {when})"
+    return _changelog_result(f"release {newest.group(1)}", date_part, items)
+
+
+CHANGELOG_PART_PROSE = 3  # paragraphs before a "Changelog" section that make it a part of a larger text
+
+
+def changelog_part(body: str, kind: str) -> int | None:
+    """The line where a document's changelog section starts ("## Changelog" over version
+    headings), when the document says more before it (a README ending with its history); None
+    for a changelog, or a text without one. Its version entries are then not the document's
+    summary or key points."""
+    found = blocks(body, kind)
+    first_version = next((i for i, b in enumerate(found) if b.kind == "heading"
+                          and _VERSION_HEADING_RE.match(plain_inline(b.text))), None)
+    if first_version is None:
+        return None
+    level = found[first_version].level
+    parent = next((i for i in range(first_version - 1, -1, -1)
+                   if found[i].kind == "heading" and found[i].level < level), None)
+    if parent is None or not _CHANGELOG_NAME_RE.search(plain_inline(found[parent].text)):
+        return None
+    prose = sum(1 for b in found[:parent] if b.kind in ("para", "item"))
+    return found[parent].line if prose >= CHANGELOG_PART_PROSE else None
 
 
 def _changelog_result(newest: str, date_part: str, items: list[str]) -> tuple[list[str], list[str]]:
@@ -704,6 +776,10 @@ def digest(text: str, kind: str, doc_title: str, fallback_title: str, summary_se
         changes = [c for c in changes if sentence_problem(c) not in ("code", "link-definition", "markup")]
         points = list(enumerate(changes[: max(0, key_points)]))
     else:
+        history = changelog_part(body, read_as)
+        if history is not None:
+            # A README's closing changelog: its entries are news, not what the document says.
+            whole = [s for block, s in pairs if block.line < history and not sentence_problem(s)]
         for sentence in whole:
             if len(summary) >= summary_sentences:
                 break
