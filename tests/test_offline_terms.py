@@ -195,3 +195,22 @@ def test_a_name_inside_a_web_or_mail_address_is_no_mention(services: Services) -
     assert page.exists(), sorted(p.name for p in services.vault.wiki.glob("*.md"))
     meta = parse_page(page.read_text(encoding="utf-8")).meta
     assert sorted(meta["sources"]) == ["src-gadget", "src-widget"], meta["sources"]
+
+
+def test_what_it_is_quotes_an_aside_without_its_brackets_and_prefers_a_sentence_standing_alone(
+        services: Services) -> None:
+    """Old code: Python's page quoted "(Python is pre-installed with most Linux distributions.)"
+    in its brackets, and StackOverflow's "Alternatively, ask a question on StackOverflow …"
+    (a sentence going on from the one before) over one that says it on its own."""
+    services.drop("help.md", "# Getting help\n\nFor general questions use StackOverflow with the tag widget.\n")
+    services.drop("docs.md", "# Building the docs\n\nThe docs are built with Python scripts only. (Python is "
+                             "pre-installed with most Linux distributions.)\n")
+    assert {r.state for r in services.drain()} == {"ingested"}
+    services.drop("glib.md", "# GLib notes\n\nBugs go to the issue tracker of the project. Alternatively, ask a "
+                             "question on StackOverflow and tag it glib. Our Python bindings are generated.\n")
+    assert {r.state for r in services.drain()} == {"ingested"}
+    python = (services.vault.wiki / "python.md").read_text(encoding="utf-8")
+    assert "> Python is pre-installed with most Linux distributions." in python, python
+    assert "(Python is" not in python
+    overflow = (services.vault.wiki / "stackoverflow.md").read_text(encoding="utf-8")
+    assert "> For general questions use StackOverflow with the tag widget." in overflow, overflow

@@ -344,6 +344,7 @@ def test_gnu_changelogs_and_a_readme_ending_with_its_history_are_read_as_they_ar
     result = digest(readme, "markdown", "", "watchdog README", 3, 6)
     assert result.summary.startswith("Python API and shell utilities to monitor file system events."), result.summary
     assert not any("PyPy" in p or "lazily" in p for p in result.key_points), result.key_points
+    assert not any("PyPy" in s for s in result.sentences)  # nor where its terms are read from
     # a changelog of its own stays one
     own = "# Changelog\n\n## 2.0.0 (2024-05-01)\n\n- Drop the old API.\n\n## 1.0.0 (2023-01-01)\n\n- First release.\n"
     summary = digest(own, "markdown", "", "CHANGELOG", 3, 6).summary

@@ -309,7 +309,7 @@ def _block_sentences(text: str, kind: str = "markdown") -> list[tuple[Block, str
         if not flat:
             continue
         for sentence in sentence_split(flat):
-            sentence = sentence.strip()
+            sentence = _unwrapped(sentence.strip())
             if len(sentence) < 12 or len(_WORD_RE.findall(sentence)) < 3:
                 continue
             if boilerplate_rule(sentence):
@@ -319,6 +319,21 @@ def _block_sentences(text: str, kind: str = "markdown") -> list[tuple[Block, str
                 sentence = _close_markup(cut) + "…"
             out.append((block, sentence))
     return out
+
+
+def _unwrapped(sentence: str) -> str:
+    """A whole sentence set in parentheses, an aside ("(Python is pre-installed with most
+    Linux distributions.)"), quoted as the sentence it is."""
+    if len(sentence) > 2 and sentence[0] == "(" and sentence.endswith((")", ").")):
+        inner = sentence[1:].removesuffix(".").removesuffix(")")
+        depth = 0
+        for char in inner:
+            depth += (char == "(") - (char == ")")
+            if depth < 0:
+                return sentence  # "(a) first, (b) second": the opening bracket closes early
+        if depth == 0 and re.search(r"[.!?]$", inner):
+            return inner.strip()
+    return sentence
 
 
 def source_properties(text: str, kind: str) -> tuple[dict[str, Any], str]:
@@ -778,8 +793,10 @@ def digest(text: str, kind: str, doc_title: str, fallback_title: str, summary_se
     else:
         history = changelog_part(body, read_as)
         if history is not None:
-            # A README's closing changelog: its entries are news, not what the document says.
-            whole = [s for block, s in pairs if block.line < history and not sentence_problem(s)]
+            # A README's closing changelog: its entries are news, not what the document says,
+            # nor where it names its subjects (a fix's passing mention of "the CLI").
+            sentences = [s for block, s in pairs if block.line < history]
+            whole = [s for s in sentences if not sentence_problem(s)]
         for sentence in whole:
             if len(summary) >= summary_sentences:
                 break

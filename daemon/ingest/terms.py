@@ -225,16 +225,26 @@ _NAMED_AS = re.compile(r"\b(?:called|known as|termed|referred to as)\s+(?:an? |t
 _LEAD_IN = re.compile(r"^(?:[A-Z][a-z]+, )?(?:the |an? )?[*`]*$", re.IGNORECASE)
 
 
+_BACK_REFERENCE_RE = re.compile(
+    r"(?:Alternatively|Also|Otherwise|Instead|Similarly|Likewise|Additionally|Furthermore|Moreover|Besides|"
+    r"In addition|In that case|In this case|Then|Again|Conversely|Still|Even so)\b,?\s", re.IGNORECASE)
+BACK_REFERENCE_SCORE = 0.9
+WHOLE_SENTENCE_SCORE = BACK_REFERENCE_SCORE  # the least score of a mention in a whole sentence
+
+
 def _definition_score(label: str, sentence: str) -> float:
     """3: "X is a …" at the start; 2.5: "X lets/allows …" at the start; 2: "X is" elsewhere;
-    1: mentioned in a whole sentence; 0.5: a fragment, code or a list entry (never a definition).
+    1: mentioned in a whole sentence (0.9 when it opens by going on from the one before: "Alternatively, …");
+    0.5: a fragment, code or a list entry (never a definition).
 
     Patterns compiled once: one per label would be thousands of compiles per source."""
     low, folded = sentence.casefold(), label.casefold()
     if sentence_problem(sentence):
         return 0.5
     start = low.find(folded)
-    best = 1.0
+    # "Alternatively, ask on StackOverflow …" goes on from the sentence before it: a mention
+    # that says least on its own.
+    best = BACK_REFERENCE_SCORE if _BACK_REFERENCE_RE.match(sentence) else 1.0
     while start != -1:
         end = start + len(folded)
         whole = (start == 0 or not low[start - 1].isalnum()) and (end == len(low) or not low[end].isalnum())
