@@ -349,3 +349,21 @@ def test_gnu_changelogs_and_a_readme_ending_with_its_history_are_read_as_they_ar
     own = "# Changelog\n\n## 2.0.0 (2024-05-01)\n\n- Drop the old API.\n\n## 1.0.0 (2023-01-01)\n\n- First release.\n"
     summary = digest(own, "markdown", "", "CHANGELOG", 3, 6).summary
     assert summary.startswith("A changelog; the newest entry is version 2.0.0"), summary
+
+
+def test_angle_brackets_in_plain_text_are_words_not_markup(services: Services) -> None:
+    """dpkg's triggers spec writes packages as <T> and <I>. Old code: the source page showed
+    "a package <i> is interested, <i></i></i> is added" — <I> read as an italics tag and closed
+    by the sanitizer."""
+    text = ("TRIGGERS\n========\n\nWhen a package <T> activates a trigger in which a package <I> is\n"
+            "interested, <I> is added to the list of packages whose trigger processing is awaited by <T>.\n"
+            "Zero or more packages <I> may be added as a result of one trigger activation.\n\n"
+            "Report bugs to <debian-dpkg@lists.debian.org> or see <https://wiki.debian.org/Teams/Dpkg>.\n")
+    services.drop("triggers.txt", text)
+    services.drain()
+    meta, body = page_of(services, "triggers.txt")
+    page = "\n".join(f"{k}: {v}" for k, v in meta.items()) + body
+    assert "<i>" not in page.casefold() and "</i>" not in page.casefold(), page
+    assert "a package &lt;T> activates a trigger in which a package &lt;I> is interested" in page, page
+    source = read_source(Path("triggers.txt"), text.encode())
+    assert "<https://wiki.debian.org/Teams/Dpkg>" in source.text and "<debian-dpkg@lists.debian.org>" in source.text

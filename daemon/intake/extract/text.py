@@ -109,7 +109,7 @@ def man_page_to_markdown(text: str) -> tuple[str, str] | None:
                 if own.casefold() == name.casefold():
                     name = own
                 title = f"{name}({section}) — {match.group(2).strip()}"
-        out.append(escape_hash_lines(line.strip()))  # man's indentation would read as code blocks
+        out.append(escape_tag_shapes(escape_hash_lines(line.strip())))  # man's indentation would read as code
     body = re.sub(r"\n{3,}", "\n\n", "\n".join(out)).strip() + "\n"
     # groff breaks a long word across lines with U+2010 ("discus‐" over "sion"); the hyphen a
     # word has of its own is "-" in its output, so this one is only the break: the word is mended.
@@ -118,6 +118,17 @@ def man_page_to_markdown(text: str) -> tuple[str, str] | None:
 
 
 _MAN_HYPHEN_BREAK_RE = re.compile(r"([a-z])\u2010\n[ \t]*([a-z])|([A-Z_])\u2010\n[ \t]*([A-Z_])")
+
+
+# "<I>", "<T>", "</b>" in plain text are words in brackets (a placeholder, a name), never markup:
+# left as they are, a page would show "<I>" as italics. An address ("<https://…>",
+# "<bug-tar@gnu.org>") is no tag either and stays for the reader to see as a link.
+_TAG_SHAPED_RE = re.compile(r"<(?=/?[A-Za-z][A-Za-z0-9-]*(?:[\s/>]|$))")
+
+
+def escape_tag_shapes(text: str) -> str:
+    """``<`` that would open an HTML element in plain text, written ``&lt;`` (shown as ``<``)."""
+    return _TAG_SHAPED_RE.sub("&lt;", text) if "<" in text else text
 
 
 def escape_hash_lines(text: str) -> str:
