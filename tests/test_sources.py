@@ -367,3 +367,40 @@ def test_angle_brackets_in_plain_text_are_words_not_markup(services: Services) -
     assert "a package &lt;T> activates a trigger in which a package &lt;I> is interested" in page, page
     source = read_source(Path("triggers.txt"), text.encode())
     assert "<https://wiki.debian.org/Teams/Dpkg>" in source.text and "<debian-dpkg@lists.debian.org>" in source.text
+
+
+def test_a_title_in_capitals_is_written_as_the_text_writes_its_words() -> None:
+    """procps's bugs.md opens "BUG REPORTS", dpkg's triggers spec "TRIGGERS". Old code: the
+    index listed them shouting. A name the prose writes in capitals stays so."""
+    bugs = ("BUG REPORTS\n===========\n\n"
+            "The following is information for reporting bugs. Send bug reports to the list.\n")
+    assert find_title(bugs, "markdown", "", "bugs") == "Bug Reports"
+    api = "# GNU TAR API\n\nThe GNU tar API is stable across releases. Use the API from C.\n"
+    assert find_title(api, "markdown", "", "api") == "GNU Tar API"
+    assert find_title("# README\n\nRead this readme before the readme of the server.\n", "markdown", "", "x") == "README"
+
+
+def test_a_shortcut_reference_link_reads_as_its_text() -> None:
+    """zstd's README says "using [lzbench], … compiled with [gcc] 9.3.0" over definitions of
+    both. Old code: the key point quoted the brackets."""
+    text = ("# Zstandard\n\nSeveral fast compression algorithms were tested using [lzbench], an in-memory "
+            "benchmark compiled with [gcc] 9.3.0, on the [Silesia compression corpus].\n\nA list item [x] stays "
+            "as written when nothing defines it.\n\n[lzbench]: https://github.com/inikep/lzbench\n"
+            "[Silesia compression corpus]: https://example.org/silesia\n[gcc]: https://gcc.gnu.org/\n")
+    sentences = split_sentences(text)
+    assert sentences[0] == ("Several fast compression algorithms were tested using lzbench, an in-memory benchmark "
+                            "compiled with gcc 9.3.0, on the Silesia compression corpus."), sentences
+    assert "A list item [x] stays as written when nothing defines it." in sentences
+
+
+def test_a_key_point_stands_on_its_own() -> None:
+    """coreutils's README: "This is not due to a bug in the package but instead due to a bug in
+    the system header file …" was its first key point, read alone a riddle. Old code ranked
+    sentences going on from the one before like any other."""
+    text = ("# Building\n\nThe package builds on most systems with the default compiler.\n\n"
+            "A known problem exists when compiling the package in 64-bit mode on old systems.\n"
+            "This is not due to a bug in the package but due to a bug in the system header file of the package.\n"
+            "The package build reads the system header file once, then compiles the package.\n")
+    result = digest(text, "markdown", "", "building", 1, 1)
+    assert result.key_points == ["The package build reads the system header file once, then compiles the package."], \
+        result.key_points

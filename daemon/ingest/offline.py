@@ -246,21 +246,35 @@ def _role_text(match: re.Match[str]) -> str:
     return inner.lstrip("~!")
 
 
-def plain_inline(text: str) -> str:
+def plain_inline(text: str, references: frozenset[str] = frozenset()) -> str:
     """Inline markdown as prose: links as their text, images dropped, roles as their words;
-    every other character (underscores, asterisks, backticks) kept as it is."""
+    every other character (underscores, asterisks, backticks) kept as it is. ``references``:
+    the labels of the document's link-reference definitions (folded), so that a shortcut
+    reference link ("using [lzbench], …") reads as its text."""
     text = re.sub(r"!?\[\[([^\]|]+)(?:\|([^\]]+))?\]\]", lambda m: m.group(2) or m.group(1), text)
     text = _IMAGE_RE.sub("", text)
     # A badge: a link around an image, empty once the image is gone.
     text = re.sub(r"\[\s*\]\((?:[^()\s]|\([^()]*\))*(?:\s+\"[^\"]*\")?\)", "", text)
     text = re.sub(r"\[([^\]]+)\]\((?:[^()\s]|\([^()]*\))*(?:\s+\"[^\"]*\")?\)", r"\1", text)
     text = re.sub(r"\[([^\]]+)\]\[[^\]]*\]", r"\1", text)  # reference links
+    if references and "[" in text:
+        text = _SHORTCUT_REFERENCE_RE.sub(
+            lambda m: m.group(1) if " ".join(m.group(1).split()).casefold() in references else m.group(0), text)
     text = re.sub(r"`([^`<]+?)\s*<[^<>`]+>`__?", r"\1", text)  # reST links: `text <url>`_
     text = re.sub(r"\s*\[(?:#\w*|\*|\d+)\]_", "", text)  # reST footnote references: [#f1]_
     text = re.sub(r"<(https?://[^>\s]+)>", r"\1", text)  # autolinks
     text = _ROLE_RE.sub(_role_text, text)
     text = _MYST_ROLE_RE.sub(_role_text, text)
     return re.sub(r"\\([\[\]_*#<>`\\])", r"\1", text)  # markdown escapes (trafilatura adds them)
+
+
+_SHORTCUT_REFERENCE_RE = re.compile(r"(?<![\]!\\])\[([^\[\]]+)\](?![(\[:])")
+_REFERENCE_DEFINITION_RE = re.compile(r"^ {0,3}\[([^\[\]]+)\]:[ \t]*\S", re.MULTILINE)
+
+
+def reference_labels(text: str) -> frozenset[str]:
+    """The folded labels of ``text``'s link-reference definitions (``[gcc]: https://gcc.gnu.org/``)."""
+    return frozenset(" ".join(m.group(1).split()).casefold() for m in _REFERENCE_DEFINITION_RE.finditer(text))
 
 
 def _close_markup(cut: str) -> str:
@@ -304,8 +318,9 @@ def split_sentences(text: str, kind: str = "markdown") -> list[str]:
 
 def _block_sentences(text: str, kind: str = "markdown") -> list[tuple[Block, str]]:
     out: list[tuple[Block, str]] = []
+    references = reference_labels(text) if "]:" in text else frozenset()
     for block in main_blocks(text, kind):
-        flat = " ".join(plain_inline(block.text).split())
+        flat = " ".join(plain_inline(block.text, references).split())
         if not flat:
             continue
         for sentence in sentence_split(flat):
@@ -397,6 +412,31 @@ def _heading_named_by(text: str, doc_title: str) -> str:
     return first if wanted and any(_letters(s) == wanted for s in segments) else ""
 
 
+# The files a project names in capitals by convention: "README" is that file, not a shout.
+_FILE_NAMES_IN_CAPITALS = frozenset(
+    ("README", "NEWS", "TODO", "COPYING", "INSTALL", "AUTHORS", "CHANGELOG", "LICENSE", "HACKING", "THANKS"))
+_SMALL_WORDS = frozenset(("a", "an", "the", "and", "or", "of", "for", "to", "in", "on", "at", "by", "with", "from"))
+
+
+def _calmed_capitals(title: str, text: str) -> str:
+    """A heading in capitals ("BUG REPORTS", "TRIGGERS") in the case the text writes its words:
+    a word the prose writes in lower case more often than in capitals is capitalised ("Bug
+    Reports"); a name the prose writes in capitals (GNU, DPKG, HTTP) stays as it is."""
+    letters = [c for c in title if c.isalpha()]
+    if len(letters) < 4 or any(c.islower() for c in letters):
+        return title
+    words = []
+    for index, word in enumerate(title.split()):
+        bare = word.strip(".,:;!?()[]'\"")
+        lower = len(re.findall(rf"(?<![\w-]){re.escape(bare.lower())}(?![\w-])", text)) if bare.isalpha() else 0
+        upper = len(re.findall(rf"(?<![\w-]){re.escape(bare)}(?![\w-])", text)) - 1 if bare.isalpha() else 0
+        if lower > upper and bare not in _FILE_NAMES_IN_CAPITALS:
+            new = bare.lower() if index and bare.lower() in _SMALL_WORDS else bare.capitalize()
+            word = word.replace(bare, new)
+        words.append(word)
+    return " ".join(words)
+
+
 def sentence_like(title: str) -> bool:
     """A "title" that is a sentence of the text (a PDF's bold line, a definition list's first
     entry): it ends as a sentence does and has several words, or it is long."""
@@ -418,6 +458,7 @@ def find_title(text: str, kind: str, doc_title: str, fallback: str, meta: dict[s
                      if level == 1 and _clean_heading(h) and not sentence_like(_clean_heading(h))
                      and not _generated_banner(_clean_heading(h))), "")
     if first_h1:
+        first_h1 = _calmed_capitals(first_h1, text)
         if kind == "html" and doc_title and _site_banner(first_h1, doc_title):
             return _TITLE_SEPARATOR_RE.split(doc_title)[0].strip()[:120]
         return first_h1[:120]
@@ -754,6 +795,13 @@ _NARRATION_RE = re.compile(
     r"\b" + EXHIBIT_WORDS + r"\s+(?:\d[\d.-]*|[A-Z]\b)"
     r"|\b(?:shown|code|example|output) (?:above|below)\b|^(?:Notice|Recall|Let['’]s|Now,|Next,|Here,)\s")
 NARRATION_WEIGHT = 0.4
+# A sentence that goes on from the one before it ("This is not due to a bug …", "However, they
+# MUST NOT …", "Thus, no files …") says little as a key point, read alone.
+_GOES_ON_RE = re.compile(
+    r"(?:This|That|These|Those|It|They|Such|Thus|Hence|Therefore|However|Otherwise|Instead|Also|Alternatively|"
+    r"Similarly|Likewise|Additionally|Furthermore|Moreover|Besides|So|But|Of course|In this case|In that case)\b"
+    r"(?![-'’])")
+GOES_ON_WEIGHT = 0.6
 
 
 def digest(text: str, kind: str, doc_title: str, fallback_title: str, summary_sentences: int,
@@ -781,6 +829,8 @@ def digest(text: str, kind: str, doc_title: str, fallback_title: str, summary_se
             # "The code in Listing 16-1 …", "Notice in Listing 16-1 that …": a walk through the
             # document's exhibits, a key point only when nothing states more.
             return weight * NARRATION_WEIGHT
+        if _GOES_ON_RE.match(sentence):
+            return weight * GOES_ON_WEIGHT
         return weight + (0.3 if index == 0 else 0.0) + (0.1 if re.search(r"\d", sentence) else 0.0)
 
     summary: list[str] = []
