@@ -377,7 +377,8 @@ def test_a_title_in_capitals_is_written_as_the_text_writes_its_words() -> None:
     assert find_title(bugs, "markdown", "", "bugs") == "Bug Reports"
     api = "# GNU TAR API\n\nThe GNU tar API is stable across releases. Use the API from C.\n"
     assert find_title(api, "markdown", "", "api") == "GNU Tar API"
-    assert find_title("# README\n\nRead this readme before the readme of the server.\n", "markdown", "", "x") == "README"
+    readme = "# README\n\nRead this readme before the readme of the server.\n"
+    assert find_title(readme, "markdown", "", "x") == "README"
 
 
 def test_a_shortcut_reference_link_reads_as_its_text() -> None:
