@@ -379,6 +379,9 @@ def test_a_title_in_capitals_is_written_as_the_text_writes_its_words() -> None:
     assert find_title(api, "markdown", "", "api") == "GNU Tar API"
     readme = "# README\n\nRead this readme before the readme of the server.\n"
     assert find_title(readme, "markdown", "", "x") == "README"
+    # docutils's README opens "README: Docutils 0.23": the file's name is no part of the title
+    docutils = "# README: Docutils 0.23\n\nDocutils is a modular system for processing documentation.\n"
+    assert find_title(docutils, "markdown", "", "docutils README") == "Docutils 0.23"
 
 
 def test_a_shortcut_reference_link_reads_as_its_text() -> None:
@@ -405,3 +408,19 @@ def test_a_key_point_stands_on_its_own() -> None:
     result = digest(text, "markdown", "", "building", 1, 1)
     assert result.key_points == ["The package build reads the system header file once, then compiles the package."], \
         result.key_points
+
+
+def test_a_part_is_told_by_its_first_whole_sentence_and_licensing_is_boilerplate() -> None:
+    """man-db's README: its opening part was told by a bare address ("https://gitlab.com/…") and
+    its "Copyright and licensing" section quoted as a part of what it says. Old code: a part's
+    first sentence, whatever it was; only headings spelt exactly as listed were licence text."""
+    filler = " ".join(f"The formatter reads page {n} of the manual and writes it to the cache." for n in range(200))
+    text = ("# The man-db manual pager suite\n\nhttps://gitlab.com/man-db/man-db\n\n"
+            "Please read the man-db manual, included in the manual subdirectory.\n\n"
+            "## Copyright and licensing\n\nIn addition, man-db incorporates Gnulib, copyrighted by others.\n\n"
+            f"## Installation\n\n{filler}\n\n## Contacting the maintainer\n\nWrite to the maintainer by mail.\n")
+    result = digest(text, "markdown", "", "man-db README", 3, 6)
+    parts = dict(result.parts)
+    assert parts["(opening)"] == "Please read the man-db manual, included in the manual subdirectory.", parts
+    assert parts["Copyright and licensing"] == "", parts
+    assert not any("Gnulib" in s for s in result.sentences)

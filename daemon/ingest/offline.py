@@ -415,6 +415,8 @@ def _heading_named_by(text: str, doc_title: str) -> str:
 # The files a project names in capitals by convention: "README" is that file, not a shout.
 _FILE_NAMES_IN_CAPITALS = frozenset(
     ("README", "NEWS", "TODO", "COPYING", "INSTALL", "AUTHORS", "CHANGELOG", "LICENSE", "HACKING", "THANKS"))
+# "README: Docutils 0.23", "README for zlib": the file's name before the document's own.
+_README_PREFIX_RE = re.compile(r"^(?:README|Read ?me)(?:\.\w+)?\s*(?:[:—–|-]\s*|\s+for\s+)(?=\S)", re.IGNORECASE)
 _SMALL_WORDS = frozenset(("a", "an", "the", "and", "or", "of", "for", "to", "in", "on", "at", "by", "with", "from"))
 
 
@@ -458,7 +460,7 @@ def find_title(text: str, kind: str, doc_title: str, fallback: str, meta: dict[s
                      if level == 1 and _clean_heading(h) and not sentence_like(_clean_heading(h))
                      and not _generated_banner(_clean_heading(h))), "")
     if first_h1:
-        first_h1 = _calmed_capitals(first_h1, text)
+        first_h1 = _calmed_capitals(_README_PREFIX_RE.sub("", first_h1) or first_h1, text)
         if kind == "html" and doc_title and _site_banner(first_h1, doc_title):
             return _TITLE_SEPARATOR_RE.split(doc_title)[0].strip()[:120]
         return first_h1[:120]
@@ -782,8 +784,13 @@ def _parts(body: str, kind: str, pairs: list[tuple[Block, str]]) -> list[tuple[s
     starts = [b.line for b in heads if b.level == top]
     names = ["(opening)"] + [_clean_heading(b.text) or "(untitled)" for b in heads if b.level == top]
     first: dict[int, str] = {}
+    whole: dict[int, str] = {}
     for block, sentence in pairs:
-        first.setdefault(bisect.bisect_right(starts, block.line), sentence)
+        part = bisect.bisect_right(starts, block.line)
+        first.setdefault(part, sentence)
+        if part not in whole and not sentence_problem(sentence):
+            whole[part] = sentence  # a part is told by its first whole sentence, when it has one
+    first.update(whole)
     opening_text = any(b.line < starts[0] for b in blocks(body, kind) if b.kind != "heading")
     return [(name, first.get(i, "")) for i, name in enumerate(names) if i or opening_text]
 

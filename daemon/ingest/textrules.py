@@ -127,9 +127,20 @@ def is_generic_title(label: str) -> bool:
     return all(w in GENERIC_TITLES for w in words)
 
 
+# The words of a heading over licence terms, in any order ("Copyright and licensing", "License
+# information", "Licensing terms").
+_LICENCE_HEADING_WORDS = frozenset(("copyright", "copyrights", "license", "licence", "licenses", "licences",
+                                    "licensing", "and", "information", "terms", "notice", "notices", "legal", "&"))
+
+
 def section_is_boilerplate(heading: str) -> bool:
     key = re.sub(r"^(\d+(\.\d+)*\.?\s+)", "", " ".join(heading.strip().strip("#").split())).casefold()
-    return key.rstrip(":") in BOILERPLATE_SECTIONS
+    key = key.rstrip(":")
+    if key in BOILERPLATE_SECTIONS:
+        return True
+    words = key.split()
+    return len(words) > 1 and all(w in _LICENCE_HEADING_WORDS for w in words) and bool(
+        {"copyright", "copyrights", "license", "licence", "licenses", "licences", "licensing"} & set(words))
 
 
 # -- whole sentences --------------------------------------------------------------------------
