@@ -424,3 +424,21 @@ def test_a_part_is_told_by_its_first_whole_sentence_and_licensing_is_boilerplate
     assert parts["(opening)"] == "Please read the man-db manual, included in the manual subdirectory.", parts
     assert parts["Copyright and licensing"] == "", parts
     assert not any("Gnulib" in s for s in result.sentences)
+
+
+def test_a_heading_s_decoration_is_no_part_of_a_title() -> None:
+    """Old code: "python-policy — Abstract¶" (a Sphinx permalink mark), "🚅 LiteLLM" (an emoji
+    before the name), "tqdm README" for an .rst README whose one section sits under "|Logo|",
+    and "C" for a heading "# C#"."""
+    assert find_title("# Abstract¶\n\nThis document describes the policy.\n", "markdown", "", "p") == "Abstract"
+    assert find_title("# 🚅 LiteLLM\n\nCall every model with one API.\n", "markdown", "", "l") == "LiteLLM"
+    assert find_title("# C#\n\nA language of the .NET platform.\n", "markdown", "", "c") == "C#"
+    rst = read_source(Path("README.rst"), b"|Logo|\n\ntqdm\n====\n\n|Build-Status| |Coverage|\n\n"
+                                          b"A fast, extensible progress bar for Python.\n\nUsage\n-----\n\n"
+                                          b"Wrap any iterable.\n\n.. |Logo| image:: logo.png\n")
+    assert find_title(rst.text, rst.kind, rst.doc_title, "tqdm README") == "tqdm"
+    assert "## Usage" in rst.text
+    # two sections side by side under a badge: neither is the document's title
+    two = read_source(Path("README.rst"), b"|Badge|\n\nFirst\n=====\n\nOne.\n\nSecond\n======\n\nTwo.\n\n"
+                                          b".. |Badge| image:: b.svg\n")
+    assert find_title(two.text, two.kind, two.doc_title, "two README") == "two README"

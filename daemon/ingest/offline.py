@@ -378,8 +378,12 @@ def humanize_file_name(path: str) -> str:
 
 def _clean_heading(text: str) -> str:
     text = re.sub(r"\s*\{#[^}]*\}\s*$", "", text)  # {#anchor}
-    raw = re.sub(r"\s+(=+|-{2,})$", "", text.strip()).rstrip("#").strip()  # a setext underline
+    # a setext underline; an ATX heading's closing hashes (after a space: "C#" keeps its own)
+    raw = re.sub(r"(?:\s+(=+|-{2,})|\s+#+)\s*$", "", text.strip()).strip()
     text = " ".join(plain_inline(raw).split())
+    # A permalink mark a documentation site puts after each heading ("Abstract¶"), and an emoji
+    # set before a project's name ("🚅 LiteLLM"), are decoration, not words of the heading.
+    text = _HEADING_DECORATION_RE.sub("", text).strip()
     if not text:
         # A heading that is only an image (a project's logo over "====") is named by its alt text.
         alt = _IMAGE_ALT_RE.search(raw)
@@ -387,6 +391,8 @@ def _clean_heading(text: str) -> str:
     return text
 
 
+_HEADING_DECORATION_RE = re.compile(
+    r"\s*[¶§\U0001F517]+$|^(?:[\u2190-\u2BFF\U0001F000-\U0001FAFF][\uFE0F\u200D]*)+\s+(?=\w)")
 _IMAGE_ALT_RE = re.compile(r"!\[([^\]]+)\]\(|<img\b[^>]*\balt=[\"']([^\"']+)[\"']", re.IGNORECASE)
 
 
