@@ -442,3 +442,67 @@ def test_a_heading_s_decoration_is_no_part_of_a_title() -> None:
     two = read_source(Path("README.rst"), b"|Badge|\n\nFirst\n=====\n\nOne.\n\nSecond\n======\n\nTwo.\n\n"
                                           b".. |Badge| image:: b.svg\n")
     assert find_title(two.text, two.kind, two.doc_title, "two README") == "two README"
+
+
+GREP_PAGE = """GREP(1)                      User Commands                      GREP(1)
+
+NAME
+       grep - print lines that match patterns
+
+DESCRIPTION
+       grep searches for PATTERNS in each FILE.  PATTERNS is one or more
+       patterns separated by newline characters, and grep prints each line
+       that matches a pattern.
+
+OPTIONS
+   Generic Program Information
+       -V, --version
+              Output the version number of grep and exit.
+
+   Matching Control
+       -e PATTERNS, --regexp=PATTERNS
+              Use PATTERNS as the patterns.  If this option is used multiple
+              times, search for all patterns given.
+
+       -i, --ignore-case
+              Ignore case distinctions in patterns and input data, so that
+              characters that differ only in case match each other.
+
+GNU grep 3.8                      2022-09-06                      GREP(1)
+"""
+
+
+def test_a_man_pages_sub_headings_and_tagged_paragraphs_are_blocks_of_their_own() -> None:
+    """Old code: grep's key points read "Matching Control -e PATTERNS, --regexp=PATTERNS Use
+    PATTERNS as the patterns." — a sub-heading, an option and its description run together."""
+    text = read_source(Path("grep.1.txt"), GREP_PAGE.encode())
+    assert "### Matching Control" in text.text
+    assert "- **-e PATTERNS, --regexp=PATTERNS**: Use PATTERNS as the patterns." in text.text
+    result = digest(text.text, text.kind, text.doc_title, "grep", 1, 6)
+    assert not any("Matching Control" in s or "Generic Program" in s for s in result.sentences), result.sentences
+    assert "  Matching Control" in result.outline
+    # the prose around the option list tells more than one option's entry
+    assert digest(text.text, text.kind, text.doc_title, "grep", 1, 1).key_points == [
+        "PATTERNS is one or more patterns separated by newline characters, and grep prints each line that "
+        "matches a pattern."]
+
+
+def test_a_generic_first_heading_gives_way_to_the_pages_title_and_the_fsf_address_is_licence() -> None:
+    """Debian's python-policy.html opens with "Abstract" under <title>Debian Python Policy
+    0.12.0.0 documentation</title>, and its summary quoted "You can also obtain it by writing to
+    the Free Software Foundation, Inc., 51 Franklin St …". Old code: "Abstract" qualified by the
+    file name, and the address in the summary."""
+    page = (b"<html><head><title>Debian Python Policy 0.12.0.0 documentation</title></head><body><main>"
+            b"<h1>Abstract</h1><p>This document describes the packaging of Python within Debian.</p>"
+            b"<p>You can also obtain it by writing to the Free Software Foundation, Inc., 51 Franklin St, "
+            b"Fifth Floor, Boston, MA 02110-1301, USA.</p><p>Debian has supported two Python stacks.</p>"
+            b"</main></body></html>")
+    text = read_source(Path("python-policy.html"), page)
+    result = digest(text.text, text.kind, text.doc_title, "python-policy", 3, 6)
+    assert result.title == "Debian Python Policy 0.12.0.0 documentation"
+    assert "Franklin" not in result.summary, result.summary
+    # a page whose <title> names its heading keeps the heading
+    rust = (b"<html><head><title>Introduction - The Rust Programming Language</title></head><body><main>"
+            b"<h1>Introduction</h1><p>Welcome to the book about Rust.</p></main></body></html>")
+    text = read_source(Path("ch00.html"), rust)
+    assert find_title(text.text, text.kind, text.doc_title, "ch00") == "Introduction"

@@ -469,6 +469,12 @@ def find_title(text: str, kind: str, doc_title: str, fallback: str, meta: dict[s
         first_h1 = _calmed_capitals(_README_PREFIX_RE.sub("", first_h1) or first_h1, text)
         if kind == "html" and doc_title and _site_banner(first_h1, doc_title):
             return _TITLE_SEPARATOR_RE.split(doc_title)[0].strip()[:120]
+        if (kind == "html" and is_generic_title(first_h1) and doc_title.strip() and not is_generic_title(doc_title)
+                and _letters(first_h1) not in _letters(doc_title) and not _junk_metadata_title(doc_title)
+                and not sentence_like(doc_title)):
+            # A page whose first heading is a section's ("Abstract") and whose <title> names the
+            # document ("Debian Python Policy 0.12.0.0 documentation") is that document.
+            return " ".join(doc_title.split())[:120]
         return first_h1[:120]
     if kind == "html" and doc_title.strip():
         # A section page's <title> is "its first heading - the site" ("Shared-State Concurrency -
@@ -815,6 +821,7 @@ _GOES_ON_RE = re.compile(
     r"Similarly|Likewise|Additionally|Furthermore|Moreover|Besides|So|But|Of course|In this case|In that case)\b"
     r"(?![-'’])")
 GOES_ON_WEIGHT = 0.6
+_ENTRY_RE = re.compile(r"(?:\*\*[^*]{1,80}\*\*|`[^`]{1,80}`):\s")
 
 
 def digest(text: str, kind: str, doc_title: str, fallback_title: str, summary_sentences: int,
@@ -841,6 +848,10 @@ def digest(text: str, kind: str, doc_title: str, fallback_title: str, summary_se
         if _NARRATION_RE.search(sentence):
             # "The code in Listing 16-1 …", "Notice in Listing 16-1 that …": a walk through the
             # document's exhibits, a key point only when nothing states more.
+            return weight * NARRATION_WEIGHT
+        if _ENTRY_RE.match(sentence):
+            # An entry of a reference list ("**-a, --text**: Process …") says one thing about
+            # one option: the prose around the list tells more.
             return weight * NARRATION_WEIGHT
         if _GOES_ON_RE.match(sentence):
             return weight * GOES_ON_WEIGHT

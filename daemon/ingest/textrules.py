@@ -52,6 +52,7 @@ BOILERPLATE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"in no event shall|merchantability|fitness for a particular purpose|liable for any|"
         r"provided that the above copyright notice|without warranties or conditions|"
         r"redistributions? of source code|redistributions in binary form|if not, see\b|"
+        r"\bwrit(?:e|ing) to the free software foundation\b|\b(?:51 franklin st|59 temple place)\b|"
         r"(?-i:^(\d{4}(\s*[-–]\s*\d{4})?,?\s+)+(by\s+)?[A-Z][\w.-]*\s+[A-Z])|"
         r"^(files|copyright|license|upstream-name|upstream-contact|source|format):\s", re.IGNORECASE)),
     ("changelog-header", re.compile(
