@@ -214,3 +214,16 @@ def test_what_it_is_quotes_an_aside_without_its_brackets_and_prefers_a_sentence_
     assert "(Python is" not in python
     overflow = (services.vault.wiki / "stackoverflow.md").read_text(encoding="utf-8")
     assert "> For general questions use StackOverflow with the tag widget." in overflow, overflow
+
+
+def test_an_entry_about_something_else_is_not_what_a_term_is(services: Services) -> None:
+    """tar's "**TAR_UID**: UID of the file owner." was the UID page's "What it is" (a list
+    entry about a variable), over a sentence about the UID itself."""
+    services.drop("accounts.md", "# Accounts\n\nEvery process runs under a UID that the kernel checks on each "
+                                 "file access.\n")
+    assert {r.state for r in services.drain()} == {"ingested"}
+    services.drop("tar-env.md", "# Tar environment\n\nThe tar program exports these variables to its scripts.\n\n"
+                                "- **TAR_UID**: UID of the file owner.\n- **TAR_GID**: group of the file owner.\n")
+    assert {r.state for r in services.drain()} == {"ingested"}
+    page = (services.vault.wiki / "uid.md").read_text(encoding="utf-8")
+    assert "> Every process runs under a UID that the kernel checks on each file access." in page, page

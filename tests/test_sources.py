@@ -506,3 +506,13 @@ def test_a_generic_first_heading_gives_way_to_the_pages_title_and_the_fsf_addres
             b"<h1>Introduction</h1><p>Welcome to the book about Rust.</p></main></body></html>")
     text = read_source(Path("ch00.html"), rust)
     assert find_title(text.text, text.kind, text.doc_title, "ch00") == "Introduction"
+
+
+def test_a_github_alert_label_and_an_aside_in_italics_are_not_quoted() -> None:
+    """Old code: "[!NOTE] HTTPX2 is a continuation …" and "_(Please open a GitHub issue …)_"
+    quoted as written on the HTTPX and GitHub pages."""
+    text = ("# HTTPX2\n\n> [!NOTE]\n> HTTPX2 is a continuation of the work started by the HTTPX community.\n\n"
+            "_(Please open a GitHub issue to let us know if you rely on such internals.)_\n")
+    sentences = split_sentences(text)
+    assert sentences == ["HTTPX2 is a continuation of the work started by the HTTPX community.",
+                         "Please open a GitHub issue to let us know if you rely on such internals."], sentences

@@ -263,11 +263,13 @@ def plain_inline(text: str, references: frozenset[str] = frozenset()) -> str:
     text = re.sub(r"`([^`<]+?)\s*<[^<>`]+>`__?", r"\1", text)  # reST links: `text <url>`_
     text = re.sub(r"\s*\[(?:#\w*|\*|\d+)\]_", "", text)  # reST footnote references: [#f1]_
     text = re.sub(r"<(https?://[^>\s]+)>", r"\1", text)  # autolinks
+    text = _ALERT_RE.sub("", text)  # GitHub's "> [!NOTE]": a box's label, not a word of the text
     text = _ROLE_RE.sub(_role_text, text)
     text = _MYST_ROLE_RE.sub(_role_text, text)
     return re.sub(r"\\([\[\]_*#<>`\\])", r"\1", text)  # markdown escapes (trafilatura adds them)
 
 
+_ALERT_RE = re.compile(r"^\s*\[!(?:NOTE|TIP|IMPORTANT|WARNING|CAUTION)\]\s*", re.IGNORECASE)
 _SHORTCUT_REFERENCE_RE = re.compile(r"(?<![\]!\\])\[([^\[\]]+)\](?![(\[:])")
 _REFERENCE_DEFINITION_RE = re.compile(r"^ {0,3}\[([^\[\]]+)\]:[ \t]*\S", re.MULTILINE)
 
@@ -339,6 +341,9 @@ def _block_sentences(text: str, kind: str = "markdown") -> list[tuple[Block, str
 def _unwrapped(sentence: str) -> str:
     """A whole sentence set in parentheses, an aside ("(Python is pre-installed with most
     Linux distributions.)"), quoted as the sentence it is."""
+    emphasis = re.fullmatch(r"([*_]{1,2})(\(.*\)\.?)\1", sentence)
+    if emphasis:
+        sentence = emphasis.group(2)  # "_(Please open a GitHub issue …)_": an aside in italics
     if len(sentence) > 2 and sentence[0] == "(" and sentence.endswith((")", ").")):
         inner = sentence[1:].removesuffix(".").removesuffix(")")
         depth = 0

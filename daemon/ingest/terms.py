@@ -228,6 +228,7 @@ _LEAD_IN = re.compile(r"^(?:[A-Z][a-z]+, )?(?:the |an? )?[*`]*$", re.IGNORECASE)
 _BACK_REFERENCE_RE = re.compile(
     r"(?:Alternatively|Also|Otherwise|Instead|Similarly|Likewise|Additionally|Furthermore|Moreover|Besides|"
     r"In addition|In that case|In this case|Then|Again|Conversely|Still|Even so)\b,?\s", re.IGNORECASE)
+_ENTRY_START_RE = re.compile(r"(\*\*[^*]{1,80}\*\*|`[^`]{1,80}`):\s")  # "**-a, --text**: …", a list's entry
 BACK_REFERENCE_SCORE = 0.9
 WHOLE_SENTENCE_SCORE = BACK_REFERENCE_SCORE  # the least score of a mention in a whole sentence
 
@@ -242,8 +243,12 @@ def _definition_score(label: str, sentence: str) -> float:
     if sentence_problem(sentence):
         return 0.5
     start = low.find(folded)
-    # "Alternatively, ask on StackOverflow …" goes on from the sentence before it: a mention
-    # that says least on its own.
+    # "Alternatively, ask on StackOverflow …" goes on from the sentence before it, and
+    # "**-Z, --null**: Output a zero byte (the ASCII NUL character) …" is an entry about
+    # something else: mentions that say least on their own.
+    entry = _ENTRY_START_RE.match(sentence)
+    if entry and not re.search(rf"(?<![\w-]){re.escape(folded)}(?![\w-])", entry.group(1).casefold()):
+        return BACK_REFERENCE_SCORE
     best = BACK_REFERENCE_SCORE if _BACK_REFERENCE_RE.match(sentence) else 1.0
     while start != -1:
         end = start + len(folded)
