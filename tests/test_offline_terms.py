@@ -227,3 +227,14 @@ def test_an_entry_about_something_else_is_not_what_a_term_is(services: Services)
     assert {r.state for r in services.drain()} == {"ingested"}
     page = (services.vault.wiki / "uid.md").read_text(encoding="utf-8")
     assert "> Every process runs under a UID that the kernel checks on each file access." in page, page
+
+
+def test_a_type_written_only_in_code_gets_no_page(services: Services) -> None:
+    """The Rust book writes `i32` only in code spans (`Option<i32>`, `&[i32]`); old code read
+    it from inside them and ranked "i32" second in the overview, after Rust."""
+    services.drop("types.md", "# Data types\n\nHere, `i32` is the type of each element of the array.\n")
+    services.drop("enums.md", "# Enums\n\nThe type of `some_number` is `Option<i32>` in this example.\n")
+    services.drop("slices.md", "# Slices\n\nThis slice has the type `&[i32]` and borrows the array.\n")
+    assert {r.state for r in services.drain()} == {"ingested"}
+    assert not (services.vault.wiki / "i32.md").exists()
+    assert "i32" not in (services.vault.wiki / "overview.md").read_text(encoding="utf-8")

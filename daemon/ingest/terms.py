@@ -454,6 +454,10 @@ def extract_terms(body: str, title: str, sentences: list[str], limit: int = MAX_
         bonus[key] = bonus.get(key, 0.0) + weight
 
     for sentence in (_QUOTED_TITLE_RE.sub(_quoted_title_out, REDACTED_RE.sub(" ", s)) for s in sentences):
+        # Nothing is read from inside a code span: `i32`, `Option<i32>`, `&[i32]` are code, and a
+        # name the prose means it writes outside one somewhere.
+        sentence = INLINE_CODE_RE.sub(lambda m: " ; " + "_" * max(0, len(m.group(0)) - 3), sentence) \
+            if "`" in sentence else sentence
         for index, match in enumerate(_NAME_RE.finditer(sentence)):
             name = match.group(1)
             first_word = name.split()[0]
