@@ -238,3 +238,17 @@ def test_a_type_written_only_in_code_gets_no_page(services: Services) -> None:
     assert {r.state for r in services.drain()} == {"ingested"}
     assert not (services.vault.wiki / "i32.md").exists()
     assert "i32" not in (services.vault.wiki / "overview.md").read_text(encoding="utf-8")
+
+
+def test_a_bibliography_section_names_nothing(services: Services) -> None:
+    """wordfreq's and Trafilatura's READMEs end with "Citing …" sections of papers. Old code:
+    a "Proceedings" page, quoting "In Proceedings of the 4th international conference …"."""
+    for name in ("wordfreq", "trafilatura"):
+        services.drop(f"{name}.md", f"# {name}\n\n{name} is a Python library for reading text.\n\n## Citing {name}\n\n"
+                                    "- Halácsy, P. (2004). Creating open language resources. In Proceedings of the "
+                                    "4th international conference on Language Resources and Evaluation.\n"
+                                    "- Lison, P. (2016). Parallel Corpora. In Proceedings of the 10th Workshop "
+                                    "on Web Corpora.\n")
+    assert {r.state for r in services.drain()} == {"ingested"}
+    assert not (services.vault.wiki / "proceedings.md").exists()
+    assert "Proceedings" not in "".join(p.read_text(encoding="utf-8") for p in services.vault.wiki.glob("*.md"))

@@ -134,10 +134,16 @@ _LICENCE_HEADING_WORDS = frozenset(("copyright", "copyrights", "license", "licen
                                     "licensing", "and", "information", "terms", "notice", "notices", "legal", "&"))
 
 
+# A section of bibliography ("Citing wordfreq", "Citations to work that wordfreq is built on",
+# "How to cite"): references to papers, whose words ("Proceedings", "Workshop") name nothing here.
+_CITATION_HEADING_RE = re.compile(r"(?:citing|citations?|how to cite|cite (?:this|us)|bibliography|references$|"
+                                  r"works cited)\b")
+
+
 def section_is_boilerplate(heading: str) -> bool:
     key = re.sub(r"^(\d+(\.\d+)*\.?\s+)", "", " ".join(heading.strip().strip("#").split())).casefold()
     key = key.rstrip(":")
-    if key in BOILERPLATE_SECTIONS:
+    if key in BOILERPLATE_SECTIONS or _CITATION_HEADING_RE.match(key):
         return True
     words = key.split()
     return len(words) > 1 and all(w in _LICENCE_HEADING_WORDS for w in words) and bool(
