@@ -516,3 +516,17 @@ def test_a_github_alert_label_and_an_aside_in_italics_are_not_quoted() -> None:
     sentences = split_sentences(text)
     assert sentences == ["HTTPX2 is a continuation of the work started by the HTTPX community.",
                          "Please open a GitHub issue to let us know if you rely on such internals."], sentences
+
+
+def test_a_texinfo_node_header_and_c_code_set_as_text_are_no_summary() -> None:
+    """libffi's Texinfo manual pages open "Next: Multiple ABIs, Previous: Simple Example, Up:
+    Using libffi"; zlib's usage example sets its C code in bold paragraphs. Old code: both
+    were the summaries' first sentences."""
+    node = ("Next:\nMultiple ABIs\n, Previous:\nSimple Example\n, Up:\nUsing libffi\n\\[\nIndex\n\\]\n2.3 Types\n"
+            "Primitive Types\nStructures\nSize and Alignment\n")  # a menu page, as the extractor gives it
+    assert digest(node, "html", "", "Types", 3, 6).summary == ""
+    code = ("# zlib Usage Example\n\n**#define CHUNK 16384**\n\n"
+            "**/\\* Compress from file source to file dest until EOF on source.\n   def() returns Z\\_OK on success.**\n\n"
+            "Users wonder when they should provide more input and when they should read more output.\n")
+    result = digest(code, "html", "", "zlib_how", 1, 6)
+    assert result.summary == "Users wonder when they should provide more input and when they should read more output."

@@ -32,7 +32,9 @@ BOILERPLATE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"\b(jump|go) to (navigation|search|top)\b|^(home|previous|next|up|prev|index|top)"
         r"(\s*[|·•/>»:]?\s*(home|previous|next|up|prev|index|top|contents))+\b|\bedit (this page|on github)\b|"
         r"\bthis (site|website) uses cookies\b|\baccept (all )?cookies\b|\bback to top\b|"
-        r"\bnavigat(e|ion) between (chapters|pages)\b|^(search|menu|toggle navigation)\b|\bmain menu\b",
+        r"\bnavigat(e|ion) between (chapters|pages)\b|^(search|menu|toggle navigation)\b|\bmain menu\b|"
+        # a Texinfo manual's node header: "Next: Multiple ABIs, Previous: Simple Example, Up: …"
+        r"^(next|previous|prev|up):\s.{0,120}?\b(next|previous|prev|up):\s",
         re.IGNORECASE)),
     ("man-header", re.compile(
         r"^\s*[\w.:+-]+\([0-9nlx]\w*\)\s+.*\b[\w.:+-]+\([0-9nlx]\w*\)|"
@@ -156,7 +158,8 @@ def section_is_boilerplate(heading: str) -> bool:
 _CONSOLE_START_RE = re.compile(
     r"(?:\$|#|>>>|\.\.\.|%|PS>|C:\\>)\s|(?:FAILED|PASSED|ERROR|XFAIL|XPASS|SKIPPED|OK)\b|"
     r"File \"[^\"]+\", line \d|\s*at [\w.$<>]+\(|={3,}|-{3,}|\w+(?:Error|Exception|Warning): |`[^`]+`\s+<[\w.|]+>|"
-    r"(?:sudo|pip3?|npm|apt(?:-get)?|brew|conda|uv) (?:install|run|add|-)",
+    r"(?:sudo|pip3?|npm|apt(?:-get)?|brew|conda|uv) (?:install|run|add|-)|"
+    r"[*_]*(?:/\*|//\s|#include\b|#define\b|#if(?:n?def)?\b)",  # C code set as text ("**/* Compress …")
 )
 _CONSOLE_ANY_RE = re.compile(r"\w\.py::\w|Traceback \(most recent call last\)")
 _LINK_DEFINITION_RE = re.compile(r"\s*\[[^\]]+\]:\s*\S")
