@@ -526,7 +526,8 @@ def test_a_texinfo_node_header_and_c_code_set_as_text_are_no_summary() -> None:
             "Primitive Types\nStructures\nSize and Alignment\n")  # a menu page, as the extractor gives it
     assert digest(node, "html", "", "Types", 3, 6).summary == ""
     code = ("# zlib Usage Example\n\n**#define CHUNK 16384**\n\n"
-            "**/\\* Compress from file source to file dest until EOF on source.\n   def() returns Z\\_OK on success.**\n\n"
+            "**/\\* Compress from file source to file dest until EOF on source.\n"
+            "   def() returns Z\\_OK on success.**\n\n"
             "Users wonder when they should provide more input and when they should read more output.\n")
     result = digest(code, "html", "", "zlib_how", 1, 6)
     assert result.summary == "Users wonder when they should provide more input and when they should read more output."
