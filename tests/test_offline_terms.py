@@ -178,3 +178,77 @@ def test_key_points_prefer_what_the_text_states_to_its_walk_through_exhibits() -
     points = digest(text, "markdown", "", "threads", summary_sentences=1, key_points=2).key_points
     assert points == ["The Rust standard library uses one operating system thread per language thread.",
                       "A spawned thread ends when the main thread of the program ends."], points
+
+
+def test_a_name_inside_a_web_or_mail_address_is_no_mention(services: Services) -> None:
+    """A URL, a mail address or a bare domain says where something is, not what a source is
+    about. Old code: "https://github.com/…" in a README's last line made it a GitHub mention,
+    quoting the bare address on the GitHub page."""
+    services.drop("widget.md", "# Widget\n\nThe Widget team hosts its code on GitHub and reviews every change "
+                               "there.\n")
+    services.drop("gadget.md", "# Gadget\n\nGadget keeps its issue tracker on GitHub as well.\n")
+    services.drop("gizmo.md", "# Gizmo\n\nGizmo reads sensor data from the serial port.\n\n"
+                              "Report problems at https://github.com/acme/gizmo/issues or write to "
+                              "gizmo@github.com for help.\n\nThe mirror is at gitlab.com/acme/gizmo for now.\n")
+    assert {r.state for r in services.drain()} == {"ingested"}
+    page = services.vault.wiki / "github.md"
+    assert page.exists(), sorted(p.name for p in services.vault.wiki.glob("*.md"))
+    meta = parse_page(page.read_text(encoding="utf-8")).meta
+    assert sorted(meta["sources"]) == ["src-gadget", "src-widget"], meta["sources"]
+
+
+def test_what_it_is_quotes_an_aside_without_its_brackets_and_prefers_a_sentence_standing_alone(
+        services: Services) -> None:
+    """Old code: Python's page quoted "(Python is pre-installed with most Linux distributions.)"
+    in its brackets, and StackOverflow's "Alternatively, ask a question on StackOverflow …"
+    (a sentence going on from the one before) over one that says it on its own."""
+    services.drop("help.md", "# Getting help\n\nFor general questions use StackOverflow with the tag widget.\n")
+    services.drop("docs.md", "# Building the docs\n\nThe docs are built with Python scripts only. (Python is "
+                             "pre-installed with most Linux distributions.)\n")
+    assert {r.state for r in services.drain()} == {"ingested"}
+    services.drop("glib.md", "# GLib notes\n\nBugs go to the issue tracker of the project. Alternatively, ask a "
+                             "question on StackOverflow and tag it glib. Our Python bindings are generated.\n")
+    assert {r.state for r in services.drain()} == {"ingested"}
+    python = (services.vault.wiki / "python.md").read_text(encoding="utf-8")
+    assert "> Python is pre-installed with most Linux distributions." in python, python
+    assert "(Python is" not in python
+    overflow = (services.vault.wiki / "stackoverflow.md").read_text(encoding="utf-8")
+    assert "> For general questions use StackOverflow with the tag widget." in overflow, overflow
+
+
+def test_an_entry_about_something_else_is_not_what_a_term_is(services: Services) -> None:
+    """tar's "**TAR_UID**: UID of the file owner." was the UID page's "What it is" (a list
+    entry about a variable), over a sentence about the UID itself."""
+    services.drop("accounts.md", "# Accounts\n\nEvery process runs under a UID that the kernel checks on each "
+                                 "file access.\n")
+    assert {r.state for r in services.drain()} == {"ingested"}
+    services.drop("tar-env.md", "# Tar environment\n\nThe tar program exports these variables to its scripts.\n\n"
+                                "- **TAR_UID**: UID of the file owner.\n- **TAR_GID**: group of the file owner.\n")
+    assert {r.state for r in services.drain()} == {"ingested"}
+    page = (services.vault.wiki / "uid.md").read_text(encoding="utf-8")
+    assert "> Every process runs under a UID that the kernel checks on each file access." in page, page
+
+
+def test_a_type_written_only_in_code_gets_no_page(services: Services) -> None:
+    """The Rust book writes `i32` only in code spans (`Option<i32>`, `&[i32]`); old code read
+    it from inside them and ranked "i32" second in the overview, after Rust."""
+    services.drop("types.md", "# Data types\n\nHere, `i32` is the type of each element of the array.\n")
+    services.drop("enums.md", "# Enums\n\nThe type of `some_number` is `Option<i32>` in this example.\n")
+    services.drop("slices.md", "# Slices\n\nThis slice has the type `&[i32]` and borrows the array.\n")
+    assert {r.state for r in services.drain()} == {"ingested"}
+    assert not (services.vault.wiki / "i32.md").exists()
+    assert "i32" not in (services.vault.wiki / "overview.md").read_text(encoding="utf-8")
+
+
+def test_a_bibliography_section_names_nothing(services: Services) -> None:
+    """wordfreq's and Trafilatura's READMEs end with "Citing …" sections of papers. Old code:
+    a "Proceedings" page, quoting "In Proceedings of the 4th international conference …"."""
+    for name in ("wordfreq", "trafilatura"):
+        services.drop(f"{name}.md", f"# {name}\n\n{name} is a Python library for reading text.\n\n## Citing {name}\n\n"
+                                    "- Halácsy, P. (2004). Creating open language resources. In Proceedings of the "
+                                    "4th international conference on Language Resources and Evaluation.\n"
+                                    "- Lison, P. (2016). Parallel Corpora. In Proceedings of the 10th Workshop "
+                                    "on Web Corpora.\n")
+    assert {r.state for r in services.drain()} == {"ingested"}
+    assert not (services.vault.wiki / "proceedings.md").exists()
+    assert "Proceedings" not in "".join(p.read_text(encoding="utf-8") for p in services.vault.wiki.glob("*.md"))

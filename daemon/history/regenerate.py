@@ -43,7 +43,7 @@ from ..ingest.concepts import (
 )
 from ..ingest.offline import digest, humanize_file_name
 from ..ingest.plan import redact_source
-from ..ingest.terms import Mention, TermIndex, extract_terms, forget_mention, forget_source
+from ..ingest.terms import WHOLE_SENTENCE_SCORE, Mention, TermIndex, extract_terms, forget_mention, forget_source
 from ..intake.extract import read_source
 from ..intake.ledger import SourceRecord
 from ..intake.names import disk_path
@@ -235,7 +235,7 @@ class Regenerator:
         # The engine's own rule for a page: two sources share the term and one of them says it
         # in a whole sentence (the source reverted may have been the only one that did).
         why = "" if len(sources) >= 2 else "fewer than two sources mention it"
-        if not why and key and max(m.score for m in remaining) < 1.0:
+        if not why and key and max(m.score for m in remaining) < WHOLE_SENTENCE_SCORE:
             why = "no source left says it in a whole sentence"
         if why:
             if not self.person.touched(page):

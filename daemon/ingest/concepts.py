@@ -23,7 +23,15 @@ from dataclasses import dataclass, field
 from datetime import date
 
 from ..core.vault import Vault
-from ..ingest.terms import Mention, Term, TermIndex, _definition_score, mention_sentence, specificity
+from ..ingest.terms import (
+    WHOLE_SENTENCE_SCORE,
+    Mention,
+    Term,
+    TermIndex,
+    _definition_score,
+    mention_sentence,
+    specificity,
+)
 from ..ingest.textrules import is_generic_title
 from ..wiki.catalog import Catalog
 from ..wiki.pages import FrontMatterError, Page, get_section, parse_page, render_page, set_section, slugify, unique_name
@@ -156,7 +164,7 @@ class ConceptKeeper:
                 mentions = self._first_mentions(term.key, mine)
                 if len({m.source for m in mentions}) < 2:
                     continue
-                if max(m.score for m in mentions) < 1.0:
+                if max(m.score for m in mentions) < WHOLE_SENTENCE_SCORE:
                     continue  # no source says it in a whole sentence yet: nothing to quote as "What it is"
                 page = self._page_for(term, taken)
                 disk = self._read(page)

@@ -17,6 +17,7 @@ part by part along its own headings, and every part is listed: nothing is cut si
 from __future__ import annotations
 
 import bisect
+import html
 import logging
 import re
 from collections import Counter
@@ -120,6 +121,10 @@ def _parser(kind: str) -> MarkdownIt:
 _PARSERS = {"text": _parser("text"), "markdown": _parser("markdown")}
 
 
+_HTML_HEADING_RE = re.compile(r"<h([1-6])\b[^>]*>(.*?)</h\1\s*>", re.IGNORECASE | re.DOTALL)
+_TAG_RE = re.compile(r"<[^<>]*>")
+
+
 @lru_cache(maxsize=8)
 def blocks(text: str, kind: str = "markdown") -> tuple[Block, ...]:
     """Headings, paragraphs and list items outside code, HTML blocks and tables, in order.
@@ -157,6 +162,14 @@ def blocks(text: str, kind: str = "markdown") -> tuple[Block, ...]:
             heading_level = int(token.tag[1:])
         elif kind_ == "heading_close":
             heading_level = 0
+        elif kind_ == "html_block" and not in_table and "<h" in token.content.lower():
+            # A heading written in HTML (a README's centred `<h1 align="center">Name</h1>`) is
+            # a heading all the same.
+            line = token.map[0] if token.map else 0
+            for match in _HTML_HEADING_RE.finditer(token.content):
+                flat = " ".join(html.unescape(_TAG_RE.sub(" ", match.group(2))).split())
+                if flat:
+                    found.append(Block("heading", int(match.group(1)), flat, line))
         elif kind_ == "inline" and not in_table:
             line = token.map[0] if token.map else 0
             flat = " ".join(token.content.split())
@@ -233,21 +246,37 @@ def _role_text(match: re.Match[str]) -> str:
     return inner.lstrip("~!")
 
 
-def plain_inline(text: str) -> str:
+def plain_inline(text: str, references: frozenset[str] = frozenset()) -> str:
     """Inline markdown as prose: links as their text, images dropped, roles as their words;
-    every other character (underscores, asterisks, backticks) kept as it is."""
+    every other character (underscores, asterisks, backticks) kept as it is. ``references``:
+    the labels of the document's link-reference definitions (folded), so that a shortcut
+    reference link ("using [lzbench], …") reads as its text."""
     text = re.sub(r"!?\[\[([^\]|]+)(?:\|([^\]]+))?\]\]", lambda m: m.group(2) or m.group(1), text)
     text = _IMAGE_RE.sub("", text)
     # A badge: a link around an image, empty once the image is gone.
     text = re.sub(r"\[\s*\]\((?:[^()\s]|\([^()]*\))*(?:\s+\"[^\"]*\")?\)", "", text)
     text = re.sub(r"\[([^\]]+)\]\((?:[^()\s]|\([^()]*\))*(?:\s+\"[^\"]*\")?\)", r"\1", text)
     text = re.sub(r"\[([^\]]+)\]\[[^\]]*\]", r"\1", text)  # reference links
+    if references and "[" in text:
+        text = _SHORTCUT_REFERENCE_RE.sub(
+            lambda m: m.group(1) if " ".join(m.group(1).split()).casefold() in references else m.group(0), text)
     text = re.sub(r"`([^`<]+?)\s*<[^<>`]+>`__?", r"\1", text)  # reST links: `text <url>`_
     text = re.sub(r"\s*\[(?:#\w*|\*|\d+)\]_", "", text)  # reST footnote references: [#f1]_
     text = re.sub(r"<(https?://[^>\s]+)>", r"\1", text)  # autolinks
+    text = _ALERT_RE.sub("", text)  # GitHub's "> [!NOTE]": a box's label, not a word of the text
     text = _ROLE_RE.sub(_role_text, text)
     text = _MYST_ROLE_RE.sub(_role_text, text)
     return re.sub(r"\\([\[\]_*#<>`\\])", r"\1", text)  # markdown escapes (trafilatura adds them)
+
+
+_ALERT_RE = re.compile(r"^\s*\[!(?:NOTE|TIP|IMPORTANT|WARNING|CAUTION)\]\s*", re.IGNORECASE)
+_SHORTCUT_REFERENCE_RE = re.compile(r"(?<![\]!\\])\[([^\[\]]+)\](?![(\[:])")
+_REFERENCE_DEFINITION_RE = re.compile(r"^ {0,3}\[([^\[\]]+)\]:[ \t]*\S", re.MULTILINE)
+
+
+def reference_labels(text: str) -> frozenset[str]:
+    """The folded labels of ``text``'s link-reference definitions (``[gcc]: https://gcc.gnu.org/``)."""
+    return frozenset(" ".join(m.group(1).split()).casefold() for m in _REFERENCE_DEFINITION_RE.finditer(text))
 
 
 def _close_markup(cut: str) -> str:
@@ -291,12 +320,13 @@ def split_sentences(text: str, kind: str = "markdown") -> list[str]:
 
 def _block_sentences(text: str, kind: str = "markdown") -> list[tuple[Block, str]]:
     out: list[tuple[Block, str]] = []
+    references = reference_labels(text) if "]:" in text else frozenset()
     for block in main_blocks(text, kind):
-        flat = " ".join(plain_inline(block.text).split())
+        flat = " ".join(plain_inline(block.text, references).split())
         if not flat:
             continue
         for sentence in sentence_split(flat):
-            sentence = sentence.strip()
+            sentence = _unwrapped(sentence.strip())
             if len(sentence) < 12 or len(_WORD_RE.findall(sentence)) < 3:
                 continue
             if boilerplate_rule(sentence):
@@ -306,6 +336,24 @@ def _block_sentences(text: str, kind: str = "markdown") -> list[tuple[Block, str
                 sentence = _close_markup(cut) + "…"
             out.append((block, sentence))
     return out
+
+
+def _unwrapped(sentence: str) -> str:
+    """A whole sentence set in parentheses, an aside ("(Python is pre-installed with most
+    Linux distributions.)"), quoted as the sentence it is."""
+    emphasis = re.fullmatch(r"([*_]{1,2})(\(.*\)\.?)\1", sentence)
+    if emphasis:
+        sentence = emphasis.group(2)  # "_(Please open a GitHub issue …)_": an aside in italics
+    if len(sentence) > 2 and sentence[0] == "(" and sentence.endswith((")", ").")):
+        inner = sentence[1:].removesuffix(".").removesuffix(")")
+        depth = 0
+        for char in inner:
+            depth += (char == "(") - (char == ")")
+            if depth < 0:
+                return sentence  # "(a) first, (b) second": the opening bracket closes early
+        if depth == 0 and re.search(r"[.!?]$", inner):
+            return inner.strip()
+    return sentence
 
 
 def source_properties(text: str, kind: str) -> tuple[dict[str, Any], str]:
@@ -335,8 +383,22 @@ def humanize_file_name(path: str) -> str:
 
 def _clean_heading(text: str) -> str:
     text = re.sub(r"\s*\{#[^}]*\}\s*$", "", text)  # {#anchor}
-    text = plain_inline(re.sub(r"\s+(=+|-{2,})$", "", text.strip()).rstrip("#").strip())  # a setext underline
-    return " ".join(text.split())
+    # a setext underline; an ATX heading's closing hashes (after a space: "C#" keeps its own)
+    raw = re.sub(r"(?:\s+(=+|-{2,})|\s+#+)\s*$", "", text.strip()).strip()
+    text = " ".join(plain_inline(raw).split())
+    # A permalink mark a documentation site puts after each heading ("Abstract¶"), and an emoji
+    # set before a project's name ("🚅 LiteLLM"), are decoration, not words of the heading.
+    text = _HEADING_DECORATION_RE.sub("", text).strip()
+    if not text:
+        # A heading that is only an image (a project's logo over "====") is named by its alt text.
+        alt = _IMAGE_ALT_RE.search(raw)
+        text = " ".join((alt.group(1) or alt.group(2) or "").split()) if alt else ""
+    return text
+
+
+_HEADING_DECORATION_RE = re.compile(
+    r"\s*[¶§\U0001F517]+$|^(?:[\u2190-\u2BFF\U0001F000-\U0001FAFF][\uFE0F\u200D]*)+\s+(?=\w)")
+_IMAGE_ALT_RE = re.compile(r"!\[([^\]]+)\]\(|<img\b[^>]*\balt=[\"']([^\"']+)[\"']", re.IGNORECASE)
 
 
 # What separates a page's name from its site's in an HTML <title> ("File system | Node.js").
@@ -361,6 +423,33 @@ def _heading_named_by(text: str, doc_title: str) -> str:
     return first if wanted and any(_letters(s) == wanted for s in segments) else ""
 
 
+# The files a project names in capitals by convention: "README" is that file, not a shout.
+_FILE_NAMES_IN_CAPITALS = frozenset(
+    ("README", "NEWS", "TODO", "COPYING", "INSTALL", "AUTHORS", "CHANGELOG", "LICENSE", "HACKING", "THANKS"))
+# "README: Docutils 0.23", "README for zlib": the file's name before the document's own.
+_README_PREFIX_RE = re.compile(r"^(?:README|Read ?me)(?:\.\w+)?\s*(?:[:—–|-]\s*|\s+for\s+)(?=\S)", re.IGNORECASE)
+_SMALL_WORDS = frozenset(("a", "an", "the", "and", "or", "of", "for", "to", "in", "on", "at", "by", "with", "from"))
+
+
+def _calmed_capitals(title: str, text: str) -> str:
+    """A heading in capitals ("BUG REPORTS", "TRIGGERS") in the case the text writes its words:
+    a word the prose writes in lower case more often than in capitals is capitalised ("Bug
+    Reports"); a name the prose writes in capitals (GNU, DPKG, HTTP) stays as it is."""
+    letters = [c for c in title if c.isalpha()]
+    if len(letters) < 4 or any(c.islower() for c in letters):
+        return title
+    words = []
+    for index, word in enumerate(title.split()):
+        bare = word.strip(".,:;!?()[]'\"")
+        lower = len(re.findall(rf"(?<![\w-]){re.escape(bare.lower())}(?![\w-])", text)) if bare.isalpha() else 0
+        upper = len(re.findall(rf"(?<![\w-]){re.escape(bare)}(?![\w-])", text)) - 1 if bare.isalpha() else 0
+        if lower > upper and bare not in _FILE_NAMES_IN_CAPITALS:
+            new = bare.lower() if index and bare.lower() in _SMALL_WORDS else bare.capitalize()
+            word = word.replace(bare, new)
+        words.append(word)
+    return " ".join(words)
+
+
 def sentence_like(title: str) -> bool:
     """A "title" that is a sentence of the text (a PDF's bold line, a definition list's first
     entry): it ends as a sentence does and has several words, or it is long."""
@@ -382,8 +471,15 @@ def find_title(text: str, kind: str, doc_title: str, fallback: str, meta: dict[s
                      if level == 1 and _clean_heading(h) and not sentence_like(_clean_heading(h))
                      and not _generated_banner(_clean_heading(h))), "")
     if first_h1:
+        first_h1 = _calmed_capitals(_README_PREFIX_RE.sub("", first_h1) or first_h1, text)
         if kind == "html" and doc_title and _site_banner(first_h1, doc_title):
             return _TITLE_SEPARATOR_RE.split(doc_title)[0].strip()[:120]
+        if (kind == "html" and is_generic_title(first_h1) and doc_title.strip() and not is_generic_title(doc_title)
+                and _letters(first_h1) not in _letters(doc_title) and not _junk_metadata_title(doc_title)
+                and not sentence_like(doc_title)):
+            # A page whose first heading is a section's ("Abstract") and whose <title> names the
+            # document ("Debian Python Policy 0.12.0.0 documentation") is that document.
+            return " ".join(doc_title.split())[:120]
         return first_h1[:120]
     if kind == "html" and doc_title.strip():
         # A section page's <title> is "its first heading - the site" ("Shared-State Concurrency -
@@ -394,6 +490,10 @@ def find_title(text: str, kind: str, doc_title: str, fallback: str, meta: dict[s
             return named[:120]
     if doc_title.strip() and not _junk_metadata_title(doc_title) and not sentence_like(doc_title):
         return " ".join(doc_title.split())[:120]
+    if kind == "markdown":
+        logo = _logo_name(text)
+        if logo:
+            return logo[:120]
     if kind in ("pdf", "docx", "pptx"):
         # No heading, no metadata: a title page's first line names the document, when it is one
         # ("Shared MIME-info Database"), not a sentence or a banner.
@@ -403,6 +503,30 @@ def find_title(text: str, kind: str, doc_title: str, fallback: str, meta: dict[s
                 and not line.endswith((".", ":", ",")) and line[:1].isupper() and not _generated_banner(line)):
             return line[:120]
     return fallback[:120]
+
+
+# What an image's alt text says when it is a badge or a picture, not the project's name.
+_NOT_A_LOGO_NAME_RE = re.compile(
+    r"\b(?:logo|badge|banner|screenshot|image|icon|build|status|version|licen[cs]e|coverage|downloads?|docs?|"
+    r"documentation|ci|pypi|chat|discord|slack|twitter|sponsors?|tests?)\b", re.IGNORECASE)
+
+
+def _logo_name(text: str) -> str:
+    """A README with no heading that opens with its project's logo ("<img alt="Zstandard">"
+    above "Zstandard, or zstd, is …") is named by the logo's alt text, when its first paragraph
+    names the same thing; '' otherwise."""
+    lines = text.split("\n")
+    first = next((b for b in blocks(text) if b.kind == "para" and not (
+        _IMAGE_RE.search(b.text) and not _IMAGE_LINE_RE.sub("", b.text).strip())), None)
+    if first is None or first.line > 40:
+        return ""
+    prose = plain_inline(first.text)
+    for match in _IMAGE_ALT_RE.finditer("\n".join(lines[: first.line])):
+        name = " ".join(html.unescape(match.group(1) or match.group(2) or "").split())
+        if (1 <= len(name.split()) <= 3 and not _NOT_A_LOGO_NAME_RE.search(name) and not is_generic_title(name)
+                and re.search(rf"(?<![^\W_]){re.escape(name)}(?![^\W_])", prose, re.IGNORECASE)):
+            return name
+    return ""
 
 
 def project_of(path: str) -> str:
@@ -525,6 +649,9 @@ def changelog_digest(body: str, kind: str, title: str, name: str) -> tuple[list[
         stamp = when or (released.group(1).strip() if released else "")
         date_part = f" (released {stamp})" if stamp else ""
         return _changelog_result(f"{package} {version}", date_part, items)
+    gnu = _gnu_changelog(body) or _gnu_news(body)
+    if gnu is not None:
+        return gnu
     named = _CHANGELOG_NAME_RE.search(f"{title} {name}") is not None
     every = [b for b in blocks(body, kind) if b.kind == "heading"]
     # A version heading opens with its version ("3.1.0", "Version 3.1.0", "v2.0 (2024-01-02)",
@@ -532,6 +659,8 @@ def changelog_digest(body: str, kind: str, title: str, name: str) -> tuple[list[
     heads = [b for b in every if _VERSION_HEADING_RE.match(plain_inline(b.text))]
     if len(heads) < 2 or not (named or (len(heads) >= 3 and len(heads) * 2 >= len(every))):
         return None
+    if changelog_part(body, kind) is not None:
+        return None  # a README that ends with its changelog: read as the README it is
     newest = heads[0]
     items = []
     started = False
@@ -557,6 +686,73 @@ def changelog_digest(body: str, kind: str, title: str, name: str) -> tuple[list[
         when = "unreleased"
     date_part = "" if not when else " (not released yet)" if when == "unreleased" else f" (released {when})"
     return _changelog_result(f"version {number}", date_part, items)
+
+
+# GNU's two formats: a ChangeLog's entry opens "2022-04-07  Jim Meyering  <meyering@fb.com>" over
+# tab-indented lines; a NEWS file's release "* Noteworthy changes in release 1.12 (2022-04-07)".
+_GNU_ENTRY_RE = re.compile(r"^(\d{4}-\d{2}-\d{2})\s{2,}(\S[^<\n]*?)\s+<[^<>@\s]+@[^<>\s]+>\s*$", re.MULTILINE)
+_GNU_RELEASE_RE = re.compile(
+    r"^\*[ \t]+(?:noteworthy[ \t]+)?changes[ \t]+in[ \t]+(?:release|version)[ \t]+(\S+)(?:[ \t]+\(([^)\n]*)\))?"
+    r"[^\n]*$", re.MULTILINE | re.IGNORECASE)
+
+
+def _gnu_changelog(body: str) -> tuple[list[str], list[str]] | None:
+    """A GNU ChangeLog: the newest day's entries, each by the line that says what changed."""
+    entries = list(_GNU_ENTRY_RE.finditer(body))
+    if len(entries) < 2 or body[: entries[0].start()].strip():
+        return None
+    newest = entries[0].group(1)
+    items = []
+    for index, entry in enumerate(entries):
+        if entry.group(1) != newest:
+            break
+        end = entries[index + 1].start() if index + 1 < len(entries) else len(body)
+        lines = [line.strip() for line in body[entry.end(): end].splitlines() if line.strip()]
+        if lines:
+            # Its first line: a commit's subject, or the first "* file (function): what changed".
+            items.append(re.sub(r"^\*\s+", "", lines[0]))
+    return _changelog_result(f"dated {newest} ({entries[0].group(2).strip()})", "", items)
+
+
+def _gnu_news(body: str) -> tuple[list[str], list[str]] | None:
+    """A GNU NEWS file: the newest release, each of its paragraphs by its first sentence."""
+    releases = list(_GNU_RELEASE_RE.finditer(body))
+    if len(releases) < 2:
+        return None
+    newest = releases[0]
+    section = body[newest.end(): releases[1].start()]
+    items = []
+    for paragraph in re.split(r"\n[ \t]*\n", section):
+        flat = " ".join(paragraph.split())
+        if flat and not flat.startswith("*"):  # "** Bug fixes": a heading of the release's own
+            items.append(sentence_split(flat)[0])
+    when = next(iter(find_dates(newest.group(2) or "", 1)), "")
+    if not when and re.search(r"\bunreleased\b|\?\?\?", newest.group(0), re.IGNORECASE):
+        when = "unreleased"
+    date_part = "" if not when else " (not released yet)" if when == "unreleased" else f" (released {when})"
+    return _changelog_result(f"release {newest.group(1)}", date_part, items)
+
+
+CHANGELOG_PART_PROSE = 3  # paragraphs before a "Changelog" section that make it a part of a larger text
+
+
+def changelog_part(body: str, kind: str) -> int | None:
+    """The line where a document's changelog section starts ("## Changelog" over version
+    headings), when the document says more before it (a README ending with its history); None
+    for a changelog, or a text without one. Its version entries are then not the document's
+    summary or key points."""
+    found = blocks(body, kind)
+    first_version = next((i for i, b in enumerate(found) if b.kind == "heading"
+                          and _VERSION_HEADING_RE.match(plain_inline(b.text))), None)
+    if first_version is None:
+        return None
+    level = found[first_version].level
+    parent = next((i for i in range(first_version - 1, -1, -1)
+                   if found[i].kind == "heading" and found[i].level < level), None)
+    if parent is None or not _CHANGELOG_NAME_RE.search(plain_inline(found[parent].text)):
+        return None
+    prose = sum(1 for b in found[:parent] if b.kind in ("para", "item"))
+    return found[parent].line if prose >= CHANGELOG_PART_PROSE else None
 
 
 def _changelog_result(newest: str, date_part: str, items: list[str]) -> tuple[list[str], list[str]]:
@@ -605,8 +801,13 @@ def _parts(body: str, kind: str, pairs: list[tuple[Block, str]]) -> list[tuple[s
     starts = [b.line for b in heads if b.level == top]
     names = ["(opening)"] + [_clean_heading(b.text) or "(untitled)" for b in heads if b.level == top]
     first: dict[int, str] = {}
+    whole: dict[int, str] = {}
     for block, sentence in pairs:
-        first.setdefault(bisect.bisect_right(starts, block.line), sentence)
+        part = bisect.bisect_right(starts, block.line)
+        first.setdefault(part, sentence)
+        if part not in whole and not sentence_problem(sentence):
+            whole[part] = sentence  # a part is told by its first whole sentence, when it has one
+    first.update(whole)
     opening_text = any(b.line < starts[0] for b in blocks(body, kind) if b.kind != "heading")
     return [(name, first.get(i, "")) for i, name in enumerate(names) if i or opening_text]
 
@@ -618,6 +819,14 @@ _NARRATION_RE = re.compile(
     r"\b" + EXHIBIT_WORDS + r"\s+(?:\d[\d.-]*|[A-Z]\b)"
     r"|\b(?:shown|code|example|output) (?:above|below)\b|^(?:Notice|Recall|Let['’]s|Now,|Next,|Here,)\s")
 NARRATION_WEIGHT = 0.4
+# A sentence that goes on from the one before it ("This is not due to a bug …", "However, they
+# MUST NOT …", "Thus, no files …") says little as a key point, read alone.
+_GOES_ON_RE = re.compile(
+    r"(?:This|That|These|Those|It|They|Such|Thus|Hence|Therefore|However|Otherwise|Instead|Also|Alternatively|"
+    r"Similarly|Likewise|Additionally|Furthermore|Moreover|Besides|So|But|Of course|In this case|In that case)\b"
+    r"(?![-'’])")
+GOES_ON_WEIGHT = 0.6
+_ENTRY_RE = re.compile(r"(?:\*\*[^*]{1,80}\*\*|`[^`]{1,80}`):\s")
 
 
 def digest(text: str, kind: str, doc_title: str, fallback_title: str, summary_sentences: int,
@@ -645,6 +854,12 @@ def digest(text: str, kind: str, doc_title: str, fallback_title: str, summary_se
             # "The code in Listing 16-1 …", "Notice in Listing 16-1 that …": a walk through the
             # document's exhibits, a key point only when nothing states more.
             return weight * NARRATION_WEIGHT
+        if _ENTRY_RE.match(sentence):
+            # An entry of a reference list ("**-a, --text**: Process …") says one thing about
+            # one option: the prose around the list tells more.
+            return weight * NARRATION_WEIGHT
+        if _GOES_ON_RE.match(sentence):
+            return weight * GOES_ON_WEIGHT
         return weight + (0.3 if index == 0 else 0.0) + (0.1 if re.search(r"\d", sentence) else 0.0)
 
     summary: list[str] = []
@@ -655,6 +870,12 @@ def digest(text: str, kind: str, doc_title: str, fallback_title: str, summary_se
         changes = [c for c in changes if sentence_problem(c) not in ("code", "link-definition", "markup")]
         points = list(enumerate(changes[: max(0, key_points)]))
     else:
+        history = changelog_part(body, read_as)
+        if history is not None:
+            # A README's closing changelog: its entries are news, not what the document says,
+            # nor where it names its subjects (a fix's passing mention of "the CLI").
+            sentences = [s for block, s in pairs if block.line < history]
+            whole = [s for s in sentences if not sentence_problem(s)]
         for sentence in whole:
             if len(summary) >= summary_sentences:
                 break

@@ -225,16 +225,31 @@ _NAMED_AS = re.compile(r"\b(?:called|known as|termed|referred to as)\s+(?:an? |t
 _LEAD_IN = re.compile(r"^(?:[A-Z][a-z]+, )?(?:the |an? )?[*`]*$", re.IGNORECASE)
 
 
+_BACK_REFERENCE_RE = re.compile(
+    r"(?:Alternatively|Also|Otherwise|Instead|Similarly|Likewise|Additionally|Furthermore|Moreover|Besides|"
+    r"In addition|In that case|In this case|Then|Again|Conversely|Still|Even so)\b,?\s", re.IGNORECASE)
+_ENTRY_START_RE = re.compile(r"(\*\*[^*]{1,80}\*\*|`[^`]{1,80}`):\s")  # "**-a, --text**: …", a list's entry
+BACK_REFERENCE_SCORE = 0.9
+WHOLE_SENTENCE_SCORE = BACK_REFERENCE_SCORE  # the least score of a mention in a whole sentence
+
+
 def _definition_score(label: str, sentence: str) -> float:
     """3: "X is a …" at the start; 2.5: "X lets/allows …" at the start; 2: "X is" elsewhere;
-    1: mentioned in a whole sentence; 0.5: a fragment, code or a list entry (never a definition).
+    1: mentioned in a whole sentence (0.9 when it opens by going on from the one before: "Alternatively, …");
+    0.5: a fragment, code or a list entry (never a definition).
 
     Patterns compiled once: one per label would be thousands of compiles per source."""
     low, folded = sentence.casefold(), label.casefold()
     if sentence_problem(sentence):
         return 0.5
     start = low.find(folded)
-    best = 1.0
+    # "Alternatively, ask on StackOverflow …" goes on from the sentence before it, and
+    # "**-Z, --null**: Output a zero byte (the ASCII NUL character) …" is an entry about
+    # something else: mentions that say least on their own.
+    entry = _ENTRY_START_RE.match(sentence)
+    if entry and not re.search(rf"(?<![\w-]){re.escape(folded)}(?![\w-])", entry.group(1).casefold()):
+        return BACK_REFERENCE_SCORE
+    best = BACK_REFERENCE_SCORE if _BACK_REFERENCE_RE.match(sentence) else 1.0
     while start != -1:
         end = start + len(folded)
         whole = (start == 0 or not low[start - 1].isalnum()) and (end == len(low) or not low[end].isalnum())
@@ -269,13 +284,26 @@ def mention_sentence(label: str, sentences: list[str], folded_sentences: list[st
             # nor `lite keys delete` DELETE, nor a `csrf_token` CSRF.
             flags = 0 if (acronym := _ACRONYM_RE.fullmatch(label)) and not acronym.group(2) else re.IGNORECASE
             pattern = re.compile(rf"(?<![\w-]){re.escape(label)}(?![\w-])", flags)
-        if pattern.search(sentence):
+        if any(not _inside_address(sentence, m.start()) for m in pattern.finditer(sentence)):
             score = _definition_score(label, sentence)
             if score > best_score:
                 best, best_score = sentence, score
                 if score >= 3.0:
                     break
     return best, best_score
+
+
+# A web or mail address, or a bare domain: "https://github.com/x/y", "www.gnutls.org",
+# "bug-tar@gnu.org". A name inside one is part of where something is, not a mention of it.
+_ADDRESS_RE = re.compile(
+    r"(?:[a-z][\w+.-]*://|www\.)\S+|[\w.+-]+@[\w-]+(?:\.[\w-]+)+|"
+    r"(?<![\w@/.-])[\w-]+(?:\.[\w-]+)*\.(?:com|org|net|io|dev|edu|gov|info|co|me|app|ai)(?:/\S*)?(?![\w-])",
+    re.IGNORECASE)
+
+
+def _inside_address(sentence: str, position: int) -> bool:
+    """True when ``position`` of ``sentence`` falls inside a web or mail address or a domain."""
+    return any(m.start() <= position < m.end() for m in _ADDRESS_RE.finditer(sentence))
 
 
 def yake_available() -> bool:
@@ -426,6 +454,10 @@ def extract_terms(body: str, title: str, sentences: list[str], limit: int = MAX_
         bonus[key] = bonus.get(key, 0.0) + weight
 
     for sentence in (_QUOTED_TITLE_RE.sub(_quoted_title_out, REDACTED_RE.sub(" ", s)) for s in sentences):
+        # Nothing is read from inside a code span: `i32`, `Option<i32>`, `&[i32]` are code, and a
+        # name the prose means it writes outside one somewhere.
+        sentence = INLINE_CODE_RE.sub(lambda m: " ; " + "_" * max(0, len(m.group(0)) - 3), sentence) \
+            if "`" in sentence else sentence
         for index, match in enumerate(_NAME_RE.finditer(sentence)):
             name = match.group(1)
             first_word = name.split()[0]

@@ -32,7 +32,9 @@ BOILERPLATE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"\b(jump|go) to (navigation|search|top)\b|^(home|previous|next|up|prev|index|top)"
         r"(\s*[|·•/>»:]?\s*(home|previous|next|up|prev|index|top|contents))+\b|\bedit (this page|on github)\b|"
         r"\bthis (site|website) uses cookies\b|\baccept (all )?cookies\b|\bback to top\b|"
-        r"\bnavigat(e|ion) between (chapters|pages)\b|^(search|menu|toggle navigation)\b|\bmain menu\b",
+        r"\bnavigat(e|ion) between (chapters|pages)\b|^(search|menu|toggle navigation)\b|\bmain menu\b|"
+        # a Texinfo manual's node header: "Next: Multiple ABIs, Previous: Simple Example, Up: …"
+        r"^(next|previous|prev|up):\s.{0,120}?\b(next|previous|prev|up):\s",
         re.IGNORECASE)),
     ("man-header", re.compile(
         r"^\s*[\w.:+-]+\([0-9nlx]\w*\)\s+.*\b[\w.:+-]+\([0-9nlx]\w*\)|"
@@ -52,6 +54,7 @@ BOILERPLATE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"in no event shall|merchantability|fitness for a particular purpose|liable for any|"
         r"provided that the above copyright notice|without warranties or conditions|"
         r"redistributions? of source code|redistributions in binary form|if not, see\b|"
+        r"\bwrit(?:e|ing) to the free software foundation\b|\b(?:51 franklin st|59 temple place)\b|"
         r"(?-i:^(\d{4}(\s*[-–]\s*\d{4})?,?\s+)+(by\s+)?[A-Z][\w.-]*\s+[A-Z])|"
         r"^(files|copyright|license|upstream-name|upstream-contact|source|format):\s", re.IGNORECASE)),
     ("changelog-header", re.compile(
@@ -127,9 +130,26 @@ def is_generic_title(label: str) -> bool:
     return all(w in GENERIC_TITLES for w in words)
 
 
+# The words of a heading over licence terms, in any order ("Copyright and licensing", "License
+# information", "Licensing terms").
+_LICENCE_HEADING_WORDS = frozenset(("copyright", "copyrights", "license", "licence", "licenses", "licences",
+                                    "licensing", "and", "information", "terms", "notice", "notices", "legal", "&"))
+
+
+# A section of bibliography ("Citing wordfreq", "Citations to work that wordfreq is built on",
+# "How to cite"): references to papers, whose words ("Proceedings", "Workshop") name nothing here.
+_CITATION_HEADING_RE = re.compile(r"(?:citing|citations?|how to cite|cite (?:this|us)|bibliography|references$|"
+                                  r"works cited)\b")
+
+
 def section_is_boilerplate(heading: str) -> bool:
     key = re.sub(r"^(\d+(\.\d+)*\.?\s+)", "", " ".join(heading.strip().strip("#").split())).casefold()
-    return key.rstrip(":") in BOILERPLATE_SECTIONS
+    key = key.rstrip(":")
+    if key in BOILERPLATE_SECTIONS or _CITATION_HEADING_RE.match(key):
+        return True
+    words = key.split()
+    return len(words) > 1 and all(w in _LICENCE_HEADING_WORDS for w in words) and bool(
+        {"copyright", "copyrights", "license", "licence", "licenses", "licences", "licensing"} & set(words))
 
 
 # -- whole sentences --------------------------------------------------------------------------
@@ -138,7 +158,8 @@ def section_is_boilerplate(heading: str) -> bool:
 _CONSOLE_START_RE = re.compile(
     r"(?:\$|#|>>>|\.\.\.|%|PS>|C:\\>)\s|(?:FAILED|PASSED|ERROR|XFAIL|XPASS|SKIPPED|OK)\b|"
     r"File \"[^\"]+\", line \d|\s*at [\w.$<>]+\(|={3,}|-{3,}|\w+(?:Error|Exception|Warning): |`[^`]+`\s+<[\w.|]+>|"
-    r"(?:sudo|pip3?|npm|apt(?:-get)?|brew|conda|uv) (?:install|run|add|-)",
+    r"(?:sudo|pip3?|npm|apt(?:-get)?|brew|conda|uv) (?:install|run|add|-)|"
+    r"[*_]*(?:/\*|//\s|#include\b|#define\b|#if(?:n?def)?\b)",  # C code set as text ("**/* Compress …")
 )
 _CONSOLE_ANY_RE = re.compile(r"\w\.py::\w|Traceback \(most recent call last\)")
 _LINK_DEFINITION_RE = re.compile(r"\s*\[[^\]]+\]:\s*\S")

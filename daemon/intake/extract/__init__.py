@@ -34,7 +34,14 @@ from .office import read_docx, read_pptx
 from .pdf import read_pdf
 from .rst import looks_rst, myst_to_markdown, rst_to_markdown
 from .sheets import read_csv, read_xlsx
-from .text import atx_headings, decode_bytes, escape_hash_lines, man_page_to_markdown, strip_terminal_formatting
+from .text import (
+    atx_headings,
+    decode_bytes,
+    escape_hash_lines,
+    escape_tag_shapes,
+    man_page_to_markdown,
+    strip_terminal_formatting,
+)
 
 log = logging.getLogger(__name__)
 
@@ -189,7 +196,7 @@ def read_source(path: Path, data: bytes, limits: Limits | None = None) -> Source
         return SourceText(atx_headings(myst_to_markdown(text)), encoding, "text")
     # In plain text a line starting with "#" is a comment ("# Older entries were removed"), not a
     # heading: escaped, it reads the same and never becomes a title.
-    return SourceText(atx_headings(escape_hash_lines(text)), encoding, "text")
+    return SourceText(atx_headings(escape_tag_shapes(escape_hash_lines(text))), encoding, "text")
 
 
 def extract_source(path: Path, data: bytes, limits: Limits) -> SourceText:

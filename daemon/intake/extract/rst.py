@@ -165,6 +165,10 @@ def looks_rst(text: str) -> bool:
                                                                              re.MULTILINE)))
 
 
+_SPHINX_METADATA_RE = re.compile(
+    r"\A(?:[ \t]*\n)*(?::(?:orphan|nocomments|nosearch|no-search|tocdepth|fieldlist):[^\n]*\n)+")
+
+
 def rst_to_markdown(text: str) -> tuple[str, str]:
     """(markdown, document title) of reStructuredText."""
     from docutils.core import publish_doctree
@@ -175,18 +179,60 @@ def rst_to_markdown(text: str) -> tuple[str, str]:
         "raw_enabled": False, "_disable_config": True, "doctitle_xform": True, "sectsubtitle_xform": False,
         "syntax_highlight": "none", "smart_quotes": False, "input_encoding": "unicode",
     }
+    # Sphinx's file-wide metadata (":orphan:", ":tocdepth: 2") opening the file is no content,
+    # and left in place it keeps docutils from taking the first section's title as the document's.
+    text = _SPHINX_METADATA_RE.sub("", text, count=1)
     tree = publish_doctree(text, settings_overrides=settings)
     writer = _Markdown()
-    writer.block(tree)
     title = ""
     for child in tree.children:
         if isinstance(child, nodes.title):
             title = " ".join(child.astext().split())
             break
+    lone = None if title else _lone_section(tree)
+    if lone is not None:
+        # The document's one section under a logo or a row of badges ("|Logo|" over "tqdm" and
+        # "===="): docutils takes no title past them, but the section's is the document's.
+        title = " ".join(lone.astext().split())
+        writer.level = 0
+    writer.block(tree)
     if not title:
         title = _declared_title(tree)
     body = re.sub(r"\n{3,}", "\n\n", "\n".join(writer.out)).strip() + "\n"
     return body, title
+
+
+def _decoration(node: Any) -> bool:
+    """A node that says nothing: a comment, a target, a substitution's definition, an image, a
+    paragraph of images and substitution references alone (a logo, badges)."""
+    if isinstance(node, (nodes.comment, nodes.target, nodes.substitution_definition, nodes.image, nodes.raw,
+                         nodes.system_message, nodes.pending, nodes.decoration)):
+        return True
+    if isinstance(node, nodes.paragraph):
+        return all(_decoration_inline(child) for child in node.children)
+    return False
+
+
+def _decoration_inline(node: Any) -> bool:
+    if isinstance(node, nodes.Text):
+        return not str(node).strip()
+    if isinstance(node, (nodes.image, nodes.substitution_reference)):
+        return True
+    if isinstance(node, nodes.problematic):  # "|Logo|" whose definition docutils did not apply
+        return re.fullmatch(r"\|[^|]+\|_{0,2}", node.astext().strip()) is not None
+    if isinstance(node, nodes.reference):  # a badge: a link around an image
+        return all(_decoration_inline(child) for child in node.children)
+    return False
+
+
+def _lone_section(tree: nodes.document) -> Any:
+    """The title node of the document's only top-level section when everything beside it is
+    decoration; None otherwise."""
+    sections = [child for child in tree.children if isinstance(child, nodes.section)]
+    if len(sections) != 1 or not all(_decoration(c) for c in tree.children if c is not sections[0]):
+        return None
+    heading = sections[0].next_node(nodes.title)
+    return heading if heading is not None and heading.astext().strip() else None
 
 
 def _declared_title(tree: nodes.document) -> str:

@@ -93,7 +93,9 @@ def man_page_to_markdown(text: str) -> tuple[str, str] | None:
     title = f"{name}({section})"
     in_name = False
     footer_re = re.compile(rf"^\S.*\s{{2,}}{re.escape(name)}\({re.escape(section)}\)\s*$", re.IGNORECASE)
-    for line in lines[first + 1:]:
+    rest = lines[first + 1:]
+    tag = ""
+    for number, line in enumerate(rest):
         stripped = line.strip()
         if footer_re.match(line) or _MAN_BANNER_RE.match(line):
             continue  # the footer (and page banners of multi-page renderings)
@@ -109,9 +111,64 @@ def man_page_to_markdown(text: str) -> tuple[str, str] | None:
                 if own.casefold() == name.casefold():
                     name = own
                 title = f"{name}({section}) — {match.group(2).strip()}"
-        out.append(escape_hash_lines(line.strip()))  # man's indentation would read as code blocks
+        shape = _man_line_shape(rest, number)
+        text = escape_tag_shapes(escape_hash_lines(stripped))  # man's indentation would read as code
+        if shape == "heading":
+            out += ["", f"### {text}", ""]  # a sub-heading ("   Matching Control")
+            continue
+        if shape == "tag":
+            # A tagged paragraph ("-e PATTERNS, --regexp=PATTERNS" over its indented
+            # description) is a list entry, tag first: not the opening words of a sentence.
+            tag = text
+            continue
+        if tag:
+            out += ["", f"- **{tag}**: {text}"]
+            tag = ""
+            continue
+        out.append(text)
     body = re.sub(r"\n{3,}", "\n\n", "\n".join(out)).strip() + "\n"
+    # groff breaks a long word across lines with U+2010 ("discus‐" over "sion"); the hyphen a
+    # word has of its own is "-" in its output, so this one is only the break: the word is mended.
+    body = _MAN_HYPHEN_BREAK_RE.sub(lambda m: "".join(g for g in m.groups() if g), body)
     return body, title
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" "))
+
+
+def _man_line_shape(lines: list[str], number: int) -> str:
+    """"heading" for a man page's sub-heading (indented less than the text, over more indented
+    lines), "tag" for a tagged paragraph's tag (a short line over its more indented
+    description), '' for a line of running text. Only a line that opens a block counts."""
+    line = lines[number]
+    stripped = line.strip()
+    if not stripped or line.startswith("\t") or len(stripped) > 60 or number + 1 >= len(lines):
+        return ""
+    above = lines[number - 1] if number else ""
+    if above.strip() and not _MAN_SECTION_RE.match(above.rstrip()) and not (
+            _indent(above) < _indent(line) and _man_line_shape(lines, number - 1) == "heading"):
+        return ""  # inside a paragraph
+    below = lines[number + 1]
+    if not below.strip() or _indent(below) <= _indent(line):
+        return ""
+    if _indent(line) < 5 and not re.search(r"[.:;,]$", stripped) and not stripped.startswith("-"):
+        return "heading"
+    return "tag"
+
+
+_MAN_HYPHEN_BREAK_RE = re.compile(r"([a-z])\u2010\n[ \t]*([a-z])|([A-Z_])\u2010\n[ \t]*([A-Z_])")
+
+
+# "<I>", "<T>", "</b>" in plain text are words in brackets (a placeholder, a name), never markup:
+# left as they are, a page would show "<I>" as italics. An address ("<https://…>",
+# "<bug-tar@gnu.org>") is no tag either and stays for the reader to see as a link.
+_TAG_SHAPED_RE = re.compile(r"<(?=/?[A-Za-z][A-Za-z0-9-]*(?:[\s/>]|$))")
+
+
+def escape_tag_shapes(text: str) -> str:
+    """``<`` that would open an HTML element in plain text, written ``&lt;`` (shown as ``<``)."""
+    return _TAG_SHAPED_RE.sub("&lt;", text) if "<" in text else text
 
 
 def escape_hash_lines(text: str) -> str:
