@@ -531,3 +531,18 @@ def test_a_texinfo_node_header_and_c_code_set_as_text_are_no_summary() -> None:
             "Users wonder when they should provide more input and when they should read more output.\n")
     result = digest(code, "html", "", "zlib_how", 1, 6)
     assert result.summary == "Users wonder when they should provide more input and when they should read more output."
+
+
+def test_a_run_in_heading_in_bold_stays_with_its_sentence_and_keeps_its_markers() -> None:
+    """A research note opening "**What this covers.** A Python daemon watches …" was summarised
+    "**What this covers. ** A Python daemon …" (the segmenter cut inside the bold, the closing
+    ``**`` opened the next sentence: asterisks on the page), and a part of it was told by the
+    label alone ("**What this covers."). Old code kept the segmenter's pieces as they were."""
+    text = ("# Test plan\n\n**What this covers.** A Python daemon watches the inbox folder for new files. "
+            "It queues every file and commits each change to git.\n\n"
+            "The plan is meant for a team that runs the daemon for months. He said **stop.** Then the run ended.\n")
+    result = digest(text, "markdown", "", "plan", 2, 4)
+    assert result.summary.startswith("**What this covers.** A Python daemon watches the inbox folder"), result.summary
+    sentences = split_sentences(text)
+    assert "He said **stop.**" in sentences and "Then the run ended." in sentences, sentences
+    assert not any(s.startswith("**") and s.count("**") % 2 for s in sentences), sentences

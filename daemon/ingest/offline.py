@@ -309,8 +309,39 @@ def sentence_split(flat: str) -> list[str]:
     masked = _PROTECT_RE.sub(protect, flat)
     if not re.search(r"[.!?]\s", masked):
         return [flat]  # one sentence: the segmenter has nothing to do
-    pieces = [p.strip() for p in sentencex.segment("en", masked) if p.strip()]
+    pieces = _emphasis_kept_whole([p.strip() for p in sentencex.segment("en", masked) if p.strip()])
     return [_PLACE_RE.sub(lambda m: kept[int(m.group(1))], p) for p in pieces] or [flat]
+
+
+_CLOSING_EMPHASIS_RE = re.compile(r"(\*\*|__|\*|_)(?=\s|$)")
+_RUN_IN_HEADING_RE = re.compile(r"(\*\*|__)[^*_]+[.:!?]\1|([*_])[^*_]+[.:!?]\2")
+
+
+def _open_runs(text: str, marker: str) -> bool:
+    """``marker`` (``**``, ``*``…) opened in ``text`` and not closed."""
+    if len(marker) == 2:
+        return text.count(marker) % 2 == 1
+    return (text.count(marker) - 2 * text.count(marker * 2)) % 2 == 1
+
+
+def _emphasis_kept_whole(pieces: list[str]) -> list[str]:
+    """The segmenter cuts after a full stop inside emphasis ("**What this covers.** A daemon
+    …" -> "**What this covers." and "** A daemon …"): the closing marker goes back to its
+    sentence. A run-in heading ("**What this covers.**", "*Note.*" opening a paragraph) is
+    no sentence of its own: it stays with the sentence it introduces."""
+    out: list[str] = []
+    for piece in pieces:
+        closing = _CLOSING_EMPHASIS_RE.match(piece)
+        if out and closing and _open_runs(out[-1], closing.group(1)):
+            out[-1] += closing.group(1)
+            piece = piece[closing.end():].strip()
+            if not piece:
+                continue
+        if len(out) == 1 and _RUN_IN_HEADING_RE.fullmatch(out[0]):
+            out[0] = f"{out[0]} {piece}"
+            continue
+        out.append(piece)
+    return out
 
 
 def split_sentences(text: str, kind: str = "markdown") -> list[str]:
