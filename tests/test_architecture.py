@@ -307,7 +307,7 @@ WRITERS_ELSEWHERE = {
     ("core/locks.py", "vault_write_lock"): ".wikiwright/write.lock",
     ("core/obsidian.py", "write_ignore_filters"): ".obsidian/app.json",
     ("core/vault.py", "VaultLock.try_acquire"): ".wikiwright/daemon.lock",
-    ("ingest/pipeline.py", "_write_state_files"): ".wikiwright/held/ and normalised/, once an ingest committed",
+    ("ingest/notes.py", "StateNotes.apply_journaled"): ".wikiwright/held/ and normalised/, the door's notes sink",
     ("ingest/terms.py", "open_term_index"): "a damaged terms.db moved aside",
     ("memory/dailylog.py", "append_session"): "logs/ (O_APPEND under a lock)",
     ("memory/gate.py", "ConsolidationLock._guarded"): ".wikiwright/consolidation-lock.guard",

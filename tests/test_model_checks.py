@@ -200,3 +200,60 @@ def test_a_plan_that_never_committed_leaves_no_held_operation_behind(services: S
     finally:
         server.close()
     assert list((services.vault.state / "held").glob("*.json"))
+
+
+def test_a_model_ingest_killed_after_its_commit_keeps_its_held_operation(services: Services) -> None:
+    """The held operation's JSON is part of the ingest's journal (a notes delta), so a kill
+    right after the commit leaves it to the restart's recovery. Old code wrote it from a
+    callback after the commit, not journaled: the commit said "held", the file never came."""
+    import os
+    import signal
+
+    from wikiwright.core.vault import Vault
+    from wikiwright.runtime.context import VaultContext
+
+    bad = {"op": "add_to_section", "page": "billing-api", "heading": "Embed",
+           "text": "<script src=\"https://evil.example/x.js\"></script>"}
+    server = seeded(services, [reply(bad, GOOD)])
+    try:
+        config, root = services.config, services.vault.root
+        services.close()  # the child is the process now; the parent holds nothing open
+        (root / "raw" / "notes.md").write_text(SOURCE, encoding="utf-8")
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child, killed at the crash point
+            code = 0
+            try:
+                os.environ["WIKIWRIGHT_CRASH_AT"] = "door-after-commit"
+                with VaultContext(config, Vault(root)) as ctx:
+                    wired = ctx.ingest_services()
+                    wired.registrar.register(root / "raw" / "notes.md")
+                    while wired.pipeline.drain_once() is not None:
+                        pass
+            except BaseException:
+                code = 1
+            os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL, status
+        assert git(root, "log", "-1", "--format=%(trailers:key=Wikiwright-Held,valueonly)").strip() == "1"
+        assert not list((root / ".wikiwright" / "held").glob("*.json"))  # killed before it was written
+        with VaultContext(config, Vault(root)) as ctx:
+            ctx.door  # noqa: B018 - the restart: opening the door runs the recovery
+        held = list((root / ".wikiwright" / "held").glob("*.json"))
+        assert len(held) == 1 and "evil.example" in held[0].read_text(encoding="utf-8"), held
+        assert not (root / ".wikiwright" / "journal.json").exists()
+    finally:
+        server.close()
+
+
+def test_a_journaled_note_is_written_only_where_notes_are(tmp_path: Any) -> None:
+    """A journal names the note files it makes; one from elsewhere naming another file
+    (``../config.toml``, a page) is refused whole, nothing written."""
+    from wikiwright.ingest.notes import StateNotes
+
+    notes = StateNotes(tmp_path / ".wikiwright")
+    for rel in ("../config.toml", "held/../../wiki/x.md", "held/x.json", "journal.json", "held/0123456789abcdef.txt"):
+        with pytest.raises(ValueError):
+            notes.apply_journaled({"files": {"held/0123456789abcdef.json": "{}", rel: "x"}})
+    assert not (tmp_path / ".wikiwright").exists()
+    notes.apply_journaled({"files": {"normalised/0123456789abcdef.json": "{}"}})
+    assert (tmp_path / ".wikiwright" / "normalised" / "0123456789abcdef.json").read_text() == "{}"

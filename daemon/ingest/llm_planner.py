@@ -51,6 +51,7 @@ from ..ingest.cost import (
 )
 from ..ingest.llm import LLMClient, Tolerance
 from ..ingest.normalize import Normaliser, PageNames, source_date
+from ..ingest.notes import HELD, NORMALISED, NotesDelta, note_path
 from ..ingest.offline import SourceDigest, find_dates, render_source_page
 from ..ingest.operations import (
     MAX_OPERATIONS,
@@ -309,12 +310,12 @@ class ModelPlanner:
                                         statements, today, page, secrets)
         changes.insert(0, PageChange(page, source_text, base=self._read(page), reason="source page"))
         held = held_proposals(record, page, workspace.held)
-        state_files: dict[Path, str] = {}
+        notes = NotesDelta()  # written once the commit exists (ingest/notes.py): planning writes nothing
         if workspace.held:
-            state_files[self.vault.state / "held" / f"{record.sha256[:16]}.json"] = _held_json(record, workspace.held)
+            notes.files[note_path(HELD, record.sha256)] = _held_json(record, workspace.held)
         if workspace.normalised_records:
             # What was taken after normalising, as the model sent it (its extra fields included).
-            state_files[self.vault.state / "normalised" / f"{record.sha256[:16]}.json"] = json.dumps(
+            notes.files[note_path(NORMALISED, record.sha256)] = json.dumps(
                 {"source": record.path, "operations": workspace.normalised_records}, indent=2, ensure_ascii=False,
                 default=str)
         tolerance = Tolerance(workspace.as_sent, workspace.normalised, len(workspace.held), Counter(workspace.kinds),
@@ -328,7 +329,7 @@ class ModelPlanner:
             record=record, title=title, source_page=page, changes=changes, engine=self.engine,
             links=touched, claims_added=workspace.claims_added, claims_superseded=workspace.claims_superseded,
             tokens_in=usage_in, tokens_out=usage_out, cost_usd=cost, held_for_review=held, trailers=trailers,
-            state_files=state_files,
+            deltas=[notes] if notes else [],
         )
 
     @staticmethod

@@ -18,7 +18,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date
-from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from ..core.errors import (
@@ -32,7 +31,6 @@ from ..core.errors import (
     SourceRejected,
     WikiwrightError,
 )
-from ..core.fsutil import atomic_write_text
 from ..core.locks import PageLocks, vault_write_lock
 from ..core.opkinds import OpKind
 from ..door import COMMIT, Door
@@ -299,10 +297,8 @@ class Pipeline:
                 op.ledger_after_commit("bind_page", record.path, plan.source_page)
             op.ledger_after_commit("record_ingest", record.path, record.sha256, plan.source_page, plan.title,
                                    COMMIT, plan.engine)
-            for delta in plan.deltas:  # the terms it saw: made with the ledger's, after the commit
+            for delta in plan.deltas:  # the terms it saw, its notes: made with the ledger's, after the commit
                 op.apply_after_commit(delta)
-            if plan.state_files:
-                op.after_commit(lambda sha: _write_state_files(plan.state_files) if sha else None)
         return op.commit_sha
 
     def _source_page_still_free(self, plan: IngestPlan) -> bool:
@@ -403,14 +399,3 @@ class Pipeline:
             record = self.ledger.get_file(rel)
             if rel not in reported and record is not None:
                 report(JobResult(rel, record.state, record.reason or "queued", record.commit_sha, record.page))
-
-
-def _write_state_files(files: dict[Path, str]) -> None:
-    """A plan's notes for a person under .wikiwright/ (held operations, what normalising changed),
-    once its commit exists. Not journaled: they only explain the commit, which says it all."""
-    for path, text in files.items():
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write_text(path, text)
-        except OSError as exc:
-            log.warning("could not keep %s: %s", path.name, exc)

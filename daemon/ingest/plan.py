@@ -59,11 +59,9 @@ class IngestPlan:
     cost_usd: float = 0.0
     held_for_review: list[Proposal] = field(default_factory=list)  # REVIEW.md proposals, added at commit
     trailers: dict[str, str] = field(default_factory=dict)  # more commit trailers (the model's Wikiwright-Ops)
-    # Files under .wikiwright/ for a person to read (held operations, what normalising changed),
-    # written once the commit exists: planning itself writes nothing.
-    state_files: dict[Path, str] = field(default_factory=dict)
-    # State the commit changes outside its files (the offline engine's terms: a TermsDelta),
-    # made by the door once the commit exists; a plan set aside changes nothing.
+    # State the commit changes outside its files (the offline engine's terms: a TermsDelta; a
+    # model ingest's notes under .wikiwright/: a NotesDelta), journaled and made by the door once
+    # the commit exists; a plan set aside changes nothing.
     deltas: list[StateDelta] = field(default_factory=list)
 
     @property

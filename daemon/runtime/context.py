@@ -183,11 +183,13 @@ class VaultContext:
 
         def make() -> Door:
             from ..door import Door
+            from ..ingest.notes import NOTES_SINK, StateNotes
             from ..ingest.terms import TERMS_SINK
 
             # The term index is opened only when an operation's delta needs it (door/deltas.py).
+            notes = StateNotes(self.vault.state)
             return Door.open(self.config, self.vault, ledger=self.ledger, catalog=self.catalog, repo=self.repo,
-                             sinks={TERMS_SINK: lambda: self.terms})
+                             sinks={TERMS_SINK: lambda: self.terms, NOTES_SINK: lambda: notes})
 
         return self._part("door", make)
 
