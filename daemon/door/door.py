@@ -432,11 +432,13 @@ class Operation:
             # exactly what it held, so those bytes go into the object store first.
             change.disk_before = self.door.repo.store_bytes(disk_now)
         change.disk_after = git_blob_id(worktree) if worktree is not None and worktree != ours else None
-        if worktree is not None:
+        if worktree is not None and (change.disk_before or change.before) is not None:
             # What the file is about to hold goes into the object store too (the commit stores the
             # same blob anyway): a person who types in the file after a crash cut the operation
             # keeps their words, and recovery takes out only the operation's change (a reverse
-            # three-way merge needs the text it wrote).
+            # three-way merge needs the text it wrote). A file the operation creates is put back
+            # as absent, with no merge: its text is left to the commit to store (init's first
+            # index.md and log.md, rewritten before it, leave no dangling blob).
             self.door.repo.store_bytes(worktree)
         self.door.journal.save(self._entry)
         if not atomic_replace_if(self._path(rel), worktree, disk_now):
