@@ -513,3 +513,62 @@ def test_an_ingest_killed_after_its_commit_is_recorded_by_the_doors_recovery_alo
         record = door.ledger.get_file("raw/src.md")
         assert record is not None and (record.state, record.commit_sha) == ("ingested", commit), record
         assert [s.commit_sha for s in door.ledger.sources()] == [commit]
+
+
+# -- a person types in a file the crashed operation wrote ---------------------------------------
+
+OVERVIEW = "wiki/overview.md"
+
+
+def _with_line(text: str, line: str) -> str:
+    """overview.md with a person's line under its title (away from the generated block every
+    offline ingest and every merge of two machines' ingests write)."""
+    assert "\n# Overview\n" in text
+    return text.replace("\n# Overview\n", f"\n# Overview\n\n{line}\n", 1)
+
+
+@pytest.mark.parametrize("kind", ["ingest", "sync"])
+def test_every_write_killed_then_a_persons_line_keeps_the_operation_out_of_their_commit(
+        scratch: Path, kind: str) -> None:
+    """Every write of an ingest and of a sync round, killed once with the temp file written and
+    not yet in place (``after-temp-write:n``) and once just after it landed (``after-rename:n``);
+    before the restart the person adds a line to overview.md, away from its block. Recovery must put back every file
+    the operation wrote — also one it writes twice (a merge writes index.md, then the round
+    rebuilds it), and also overview.md under the person's new line (only the operation's change
+    taken out) — so the restart commits exactly the person's line under their name, and doctor
+    is green. Old code: the journal forgot the first of two writes of a file (index.md left as
+    the merge wrote it) and the bytes an ingest wrote were not in the object store (overview.md
+    left with the ingest's uncommitted block): "changed after an interrupted operation wrote it;
+    left as it is", and the next round committed that text as the person's."""
+    base = scratch / "base"
+    _base(kind, base)
+    allowed = {line.strip() for line in (base / "REVIEW.md").read_text().splitlines()}
+    allowed |= _person_lines(base, "--all")
+    subjects = git(base, "log", "--author=wikiwright", "--format=%s", "--all").splitlines()
+    already = sum(subject.startswith(f"{kind}:") for subject in subjects)
+    operation = OPERATIONS[kind]
+    crashes = 0
+    for point in ("after-temp-write", "after-rename"):
+        for n in range(1, 60):
+            root = scratch / f"{point}-{n}"
+            shutil.copytree(base, root, symlinks=True)
+            if not _run(operation, root, f"{point}:{n}"):
+                shutil.rmtree(root)
+                break
+            crashes += 1
+            line = f"A person's line number {n}, typed while the daemon was down."
+            page = root / OVERVIEW
+            page.write_text(_with_line(page.read_text(encoding="utf-8"), line), encoding="utf-8")
+            _recover(root)
+            committed = {rel: git(root, "show", f"HEAD:{rel}") for rel in ("wiki/index.md", "REVIEW.md", OVERVIEW)}
+            for rel in ("wiki/index.md", "REVIEW.md"):  # the operation's files back as committed
+                assert (root / rel).read_text(encoding="utf-8") == committed[rel], \
+                    f"{point}:{n}: {rel} kept the crashed write"
+            assert page.read_text(encoding="utf-8") == _with_line(committed[OVERVIEW], line), \
+                f"{point}:{n}: overview.md kept the crashed operation's change under the person's line"
+            assert not list(root.rglob("*.wikiwright-kept-*")), f"{point}:{n}: a write of ours taken for a save"
+            operation(root)  # the restart
+            assert line in page.read_text(encoding="utf-8"), f"{point}:{n}: the person's line lost"
+            _audit(root, kind, allowed | {line}, already)
+            shutil.rmtree(root)
+    assert crashes >= 10, crashes

@@ -195,7 +195,7 @@ class Door:
         for rel in [*entry.files, journal_rel]:
             path = self.vault.root / rel
             change = entry.files.get(rel)
-            known = {change.before, change.after, change.disk_before, change.disk_after} if change else set()
+            known = {change.before, change.after, change.disk_before, *change.written()} if change else set()
             for temp in path.parent.glob(f".{path.name}{TEMP_MARKER}*"):
                 data = _read_bytes(temp)
                 if change is None or not data or git_blob_id(data) in known or data == _read_bytes(path):
@@ -237,23 +237,35 @@ class Door:
             path = self.vault.root / rel
             disk = _read_bytes(path)
             blob = git_blob_id(disk) if disk is not None else None
-            written = change.disk_after if change.disk_before is not None else change.after
+            written = change.written()
             earlier = change.disk_before if change.disk_before is not None else change.before
             if blob in (change.before, earlier):
                 continue
-            if blob in (written, change.after):
+            if blob in (*written, change.after):
                 atomic_replace_if(path, self._blob(earlier), disk)
                 continue
             # A person changed the file after the crashed operation wrote it: take out only the
-            # operation's change (a reverse three-way merge), or leave it for them if that fails.
-            ours, theirs = self._blob(written), self._blob(earlier)
-            if disk is not None and ours is not None and theirs is not None:
-                merged, clean = merge_texts(self.repo, ours.decode("utf-8", "surrogateescape"),
-                                            disk.decode("utf-8", "surrogateescape"),
-                                            theirs.decode("utf-8", "surrogateescape"))
-                if clean and atomic_replace_if(path, merged.encode("utf-8", "surrogateescape"), disk):
-                    continue
-            log.warning("recovery: %s changed after an interrupted operation wrote it; left as it is", rel)
+            # operation's change (a reverse three-way merge on the text it last wrote, or on its
+            # earlier write when the last one had not landed), or leave it for them if that fails.
+            if not self._take_out(path, disk, written, earlier):
+                log.warning("recovery: %s changed after an interrupted operation wrote it; left as it is", rel)
+
+    def _take_out(self, path: Path, disk: bytes | None, written: list[str], earlier: str | None) -> bool:
+        """The file's text with the crashed operation's change taken out (the person's kept); False
+        when no text the operation wrote merges cleanly with it."""
+        theirs = self._blob(earlier)
+        if disk is None or theirs is None:
+            return False
+        for blob in written:
+            ours = self._blob(blob)
+            if ours is None:
+                continue
+            merged, clean = merge_texts(self.repo, ours.decode("utf-8", "surrogateescape"),
+                                        disk.decode("utf-8", "surrogateescape"),
+                                        theirs.decode("utf-8", "surrogateescape"))
+            if clean:
+                return atomic_replace_if(path, merged.encode("utf-8", "surrogateescape"), disk)
+        return False
 
     def _blob(self, blob: str | None) -> bytes | None:
         if blob is None:
@@ -417,15 +429,29 @@ class Operation:
         if change is None:
             settled = self._settled[rel]
             change = self._entry.files[rel] = FileChange(git_blob_id(settled) if settled is not None else None, None)
+        first = rel not in self._touched  # recovery puts back what was there before the operation
+        if not first and disk_now is not None:
+            # A second write of the file (index.md rebuilt after a merge wrote it, another
+            # REVIEW.md item): until it lands the file holds the earlier one, which recovery must
+            # still know as this operation's, not take for a person's save.
+            previous = change.written()
+            change.replaced = git_blob_id(disk_now) if previous and git_blob_id(disk_now) == previous[0] else None
         change.after = git_blob_id(ours) if ours is not None else None
         base = self._touched[rel].ours if rel in self._touched else self._settled[rel]
-        if worktree != ours or disk_now != base:
+        if (worktree != ours or disk_now != base) and first and disk_now is not None \
+                and change.disk_before != git_blob_id(disk_now):
             # A person typed in the file since it was settled: recovery must be able to put back
             # exactly what it held, so those bytes go into the object store first.
-            first = rel not in self._touched  # recovery puts back what was there before the operation
-            if first and disk_now is not None and change.disk_before != git_blob_id(disk_now):
-                change.disk_before = self.door.repo.store_bytes(disk_now)
-            change.disk_after = git_blob_id(worktree) if worktree is not None else None
+            change.disk_before = self.door.repo.store_bytes(disk_now)
+        change.disk_after = git_blob_id(worktree) if worktree is not None and worktree != ours else None
+        if worktree is not None and (change.disk_before or change.before) is not None:
+            # What the file is about to hold goes into the object store too (the commit stores the
+            # same blob anyway): a person who types in the file after a crash cut the operation
+            # keeps their words, and recovery takes out only the operation's change (a reverse
+            # three-way merge needs the text it wrote). A file the operation creates is put back
+            # as absent, with no merge: its text is left to the commit to store (init's first
+            # index.md and log.md, rewritten before it, leave no dangling blob).
+            self.door.repo.store_bytes(worktree)
         self.door.journal.save(self._entry)
         if not atomic_replace_if(self._path(rel), worktree, disk_now):
             return False

@@ -2,10 +2,12 @@
 
 One operation at a time holds the vault's write lock, so one file serves every process:
 ``.wikiwright/journal.json``. It is written (fsync, rename) before the first file of the
-vault changes and each time the operation touches another file, and removed after the commit
-and the ledger updates that follow it. For every file it names the blob the file held before
+vault changes and each time the operation writes a file, and removed after the commit and
+the ledger updates that follow it. For every file it names the blob the file held before
 (always committed: the person's edits are committed first) and the blob the operation
-writes, so recovery can tell the operation's text from anything else.
+writes (stored before the file is written), and, while a second write of the same file has
+not landed, the blob of the first: so recovery can tell the operation's text from anything
+else, and take it out of a file a person typed in after the crash (a reverse three-way merge).
 
 Just before HEAD moves, the journal names the move (``head: [old, new]``: the operation's own
 commit, a sync round's merge commit, or the remote's commit a fast-forward takes) and the
@@ -60,6 +62,14 @@ class FileChange:
     # the write (kept in the object store) and what was written (``after`` on top of their text).
     disk_before: str | None = None
     disk_after: str | None = None
+    # What this operation's earlier write of the file put there, while a later write of it (the
+    # index rebuilt after a merge wrote it, a second REVIEW.md item) may not have landed yet.
+    replaced: str | None = None
+
+    def written(self) -> list[str]:
+        """The blobs this operation may have left in the file (newest first), in the object store."""
+        latest = self.disk_after if self.disk_after is not None else self.after
+        return [blob for blob in dict.fromkeys((latest, self.replaced)) if blob is not None]
 
 
 @dataclass
@@ -81,7 +91,8 @@ class JournalEntry:
     def to_json(self) -> str:
         return json.dumps({
             "id": self.op_id, "kind": self.kind, "title": self.title,
-            "files": {rel: [c.before, c.after, c.disk_before, c.disk_after] for rel, c in self.files.items()},
+            "files": {rel: [c.before, c.after, c.disk_before, c.disk_after, *([c.replaced] if c.replaced else [])]
+                      for rel, c in self.files.items()},
             "ledger": self.ledger, "page_blobs": self.page_blobs,
             **({"head": self.head_move} if self.head_move else {}),
             **({"index": self.index} if self.index else {}),
@@ -125,7 +136,7 @@ def entry_problem(root: Path, entry: JournalEntry) -> str:
             safe_target(root, rel)
         except UnsafePathError as exc:
             return str(exc)[:300]
-        for blob in (change.before, change.after, change.disk_before, change.disk_after):
+        for blob in (change.before, change.after, change.disk_before, change.disk_after, change.replaced):
             if blob is not None and not (isinstance(blob, str) and _BLOB_RE.match(blob)):
                 return f"its entry for {rel[:200]!r} holds {str(blob)[:60]!r}, not a blob id"
     return ""
