@@ -15,6 +15,7 @@ import logging
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -280,3 +281,33 @@ def test_a_revert_in_a_process_that_ingests_uses_its_term_index(services: object
     assert result.commit and len(seen) == 1
     assert {name: seen[0][name] for name in ("state.db", "catalog.db", "terms.db")} == \
         {"state.db": 1, "catalog.db": 1, "terms.db": 1}, seen
+
+
+def test_a_stop_waits_for_a_periodic_job_s_run_before_the_context_closes(vault: Vault) -> None:
+    """A stop asked while a periodic job runs (a sync round, consolidation) lets that run
+    finish on an open context before the daemon lets the vault go. Old code shut the
+    scheduler down without waiting: `run` returned, the context closed under the running
+    round, and its operation was cut off like a crash (a doctor run after the stop red)."""
+    from wikiwright.core.config import load_config
+    from wikiwright.runtime.context import VaultContext
+    from wikiwright.runtime.daemon import Daemon, PeriodicJob
+
+    events: list[str] = []
+    started, go_on = threading.Event(), threading.Event()
+
+    def long_round() -> None:
+        if started.is_set():
+            return
+        started.set()
+        daemon.stop_requested.set()  # the stop arrives while this run is under way
+        go_on.wait(1.0)  # the round's remaining work (a push, say): still running as the stop is handled
+        events.append(f"round wrote {ctx.ledger.get_kv('wikiwright-test') == ''}")
+
+    with VaultContext(load_config(vault.root), vault) as ctx:
+        daemon = Daemon(ctx, extra_jobs=[PeriodicJob("round", 0.2, long_round)])
+        daemon.install_signal_handlers = lambda: None  # type: ignore[method-assign]
+        code = daemon.run()
+        events.append("run returned")
+    go_on.set()
+    assert code == 0 and started.is_set()
+    assert events[:2] == ["round wrote True", "run returned"], events

@@ -135,15 +135,23 @@ class JobLoop:
         self.job = job
         self.name = job.name
         self.runs = 0
+        # Clear while a run is under way: the daemon's teardown waits for it before the vault
+        # context closes under it (and before the vault lock is let go).
+        self.idle = threading.Event()
+        self.idle.set()
 
     def once(self) -> None:
-        if self.daemon.stop_requested.is_set():
-            return
+        self.idle.clear()  # before the stop check: a teardown that saw it idle sees no run start
         try:
-            self.job.func()
-        except Exception:
-            log.exception("periodic job %s failed; it runs again at its next period", self.name)
-        self.runs += 1
+            if self.daemon.stop_requested.is_set():
+                return
+            try:
+                self.job.func()
+            except Exception:
+                log.exception("periodic job %s failed; it runs again at its next period", self.name)
+            self.runs += 1
+        finally:
+            self.idle.set()
 
 
 class Daemon:
@@ -325,27 +333,36 @@ class Daemon:
         return True
 
     def teardown(self) -> int:
+        self.stop_requested.set()  # first: a periodic job starting from here on runs nothing
         if self.control is not None:
             self.control.stop()
         scheduler = getattr(self, "scheduler", None)
         if scheduler is not None:
-            scheduler.shutdown(wait=False)
+            scheduler.shutdown(wait=False)  # no new runs; the running ones are waited for below
         watcher = getattr(self, "watcher", None)
         if watcher is not None:
             watcher.stop()
-        self.stop_requested.set()
         self.work_ready.set()
+        # A worker's job, and a periodic job's run (a sync round, consolidation, lint), finish
+        # before the vault context closes under them and the vault lock is let go: cut off, it
+        # would leave its operation to the next start's recovery, and a doctor run after the stop red.
         for thread in self._threads:
             while thread.is_alive():
                 thread.join(timeout=0.2)
-                if self.force_exit:
-                    log.warning("second signal: exiting now; the interrupted job resumes on the next start")
-                    os._exit(FORCED_EXIT_CODE)
+                self._exit_on_second_signal()
+        for loop in self.jobs.values():
+            while not loop.idle.wait(timeout=0.2):
+                self._exit_on_second_signal()
         if hasattr(self, "door"):
             self.write_heartbeat(stopped=True)
         self._lock.release()
         log.info("stopped")
         return 0
+
+    def _exit_on_second_signal(self) -> None:
+        if self.force_exit:
+            log.warning("second signal: exiting now; the interrupted job resumes on the next start")
+            os._exit(FORCED_EXIT_CODE)
 
     # -- threads ---------------------------------------------------------------------
 
