@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -184,3 +186,64 @@ def consolidator_on(ctx: Any, **kw: Any) -> Any:
 
     return Consolidator(ctx.config, ctx.vault, ctx.ledger, ctx.repo, door=ctx.door,
                         llm=ctx.llm_client() if ctx.config.llm.enabled else None, **kw)
+
+
+def killed_in_child(work: Callable[[], None], crash_at: str) -> bool:
+    """``work`` in a forked child that dies (SIGKILL) at the crash point ``crash_at``
+    (``WIKIWRIGHT_CRASH_AT``); True if it was killed there, False if it ran to its end. A child
+    that fails otherwise fails the test."""
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        code = 0
+        try:
+            os.environ["WIKIWRIGHT_CRASH_AT"] = crash_at
+            work()
+        except BaseException:
+            traceback.print_exc()
+            code = 1
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    if os.WIFSIGNALED(status):
+        assert os.WTERMSIG(status) == signal.SIGKILL
+        return True
+    assert os.WEXITSTATUS(status) == 0, f"the child failed (not a crash) at {crash_at}"
+    return False
+
+
+def plans_set_aside(services: Any, monkeypatch: Any) -> list[Any]:
+    """The next plans the services' planner makes are set aside uncommitted, as when a shutdown
+    is asked for while a source is planned (the pipeline's stop set as each plan is made); the
+    list returned gathers them. ``monkeypatch.undo()`` and ``pipeline.stop.clear()`` end it."""
+    planner = services.pipeline.planner
+    real_plan = planner.plan_read
+    plans: list[Any] = []
+
+    def plan_then_shutdown(*args: Any, **kwargs: Any) -> Any:
+        plan = real_plan(*args, **kwargs)
+        plans.append(plan)
+        services.pipeline.stop.set()
+        return plan
+
+    monkeypatch.setattr(planner, "plan_read", plan_then_shutdown)
+    return plans
+
+
+def drain_in_workers(pipeline: Any, workers: int = 2, timeout: float = 120.0) -> None:
+    """The pipeline's queue drained by ``workers`` threads at once, as the daemon's workers
+    drain it; an exception in any of them fails the caller."""
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            while pipeline.drain_once() is not None:
+                pass
+        except BaseException as exc:  # pragma: no cover - raised below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work) for _ in range(workers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout)
+    assert not errors, errors
+    assert not any(thread.is_alive() for thread in threads), "a worker still drains"

@@ -13,12 +13,10 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import sqlite3
 import subprocess
 import tempfile
 import threading
-import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, date, datetime, timedelta
@@ -44,7 +42,7 @@ from wikiwright.runtime.context import VaultContext
 from wikiwright.upkeep.doctor import run_doctor
 from wikiwright.upkeep.review import ReviewQueue, ReviewStore
 
-from tests.helpers import git
+from tests.helpers import git, killed_in_child
 
 # The door's own points and the ones every write and commit pass (fsutil, vcs, ledger).
 POINTS = tuple(p for p in (*CORE_POINTS, *DOOR_POINTS) if p != "door-recovered")
@@ -291,22 +289,7 @@ def _base(kind: str, root: Path) -> None:
 
 def _run(operation: Callable[[Path], None], root: Path, crash_at: str) -> bool:
     """Run ``operation`` in a forked child that dies at ``crash_at``; True if it was killed."""
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child
-        code = 0
-        try:
-            os.environ["WIKIWRIGHT_CRASH_AT"] = crash_at
-            operation(root)
-        except BaseException:
-            traceback.print_exc()
-            code = 1
-        os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    if os.WIFSIGNALED(status):
-        assert os.WTERMSIG(status) == signal.SIGKILL
-        return True
-    assert os.WEXITSTATUS(status) == 0, f"the operation failed (not a crash) at {crash_at}"
-    return False
+    return killed_in_child(lambda: operation(root), crash_at)
 
 
 def _recover(root: Path) -> None:

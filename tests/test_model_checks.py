@@ -8,7 +8,7 @@ import pytest
 from wikiwright.wiki.pages import parse_claims, parse_page
 
 from tests.conftest import Services
-from tests.helpers import git, ingest_commits
+from tests.helpers import git, ingest_commits, killed_in_child
 from tests.llm_server import ScriptedServer, truncated
 from tests.model_helpers import page, reply, use_model
 from tests.story import REPLIES, SOURCES
@@ -206,9 +206,6 @@ def test_a_model_ingest_killed_after_its_commit_keeps_its_held_operation(service
     """The held operation's JSON is part of the ingest's journal (a notes delta), so a kill
     right after the commit leaves it to the restart's recovery. Old code wrote it from a
     callback after the commit, not journaled: the commit said "held", the file never came."""
-    import os
-    import signal
-
     from wikiwright.core.vault import Vault
     from wikiwright.runtime.context import VaultContext
 
@@ -219,21 +216,14 @@ def test_a_model_ingest_killed_after_its_commit_keeps_its_held_operation(service
         config, root = services.config, services.vault.root
         services.close()  # the child is the process now; the parent holds nothing open
         (root / "raw" / "notes.md").write_text(SOURCE, encoding="utf-8")
-        pid = os.fork()
-        if pid == 0:  # pragma: no cover - the child, killed at the crash point
-            code = 0
-            try:
-                os.environ["WIKIWRIGHT_CRASH_AT"] = "door-after-commit"
-                with VaultContext(config, Vault(root)) as ctx:
-                    wired = ctx.ingest_services()
-                    wired.registrar.register(root / "raw" / "notes.md")
-                    while wired.pipeline.drain_once() is not None:
-                        pass
-            except BaseException:
-                code = 1
-            os._exit(code)
-        _, status = os.waitpid(pid, 0)
-        assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL, status
+        def drain() -> None:
+            with VaultContext(config, Vault(root)) as ctx:
+                wired = ctx.ingest_services()
+                wired.registrar.register(root / "raw" / "notes.md")
+                while wired.pipeline.drain_once() is not None:
+                    pass
+
+        assert killed_in_child(drain, "door-after-commit")
         assert git(root, "log", "-1", "--format=%(trailers:key=Wikiwright-Held,valueonly)").strip() == "1"
         assert not list((root / ".wikiwright" / "held").glob("*.json"))  # killed before it was written
         with VaultContext(config, Vault(root)) as ctx:

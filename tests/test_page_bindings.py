@@ -26,7 +26,7 @@ from wikiwright.ingest.plan import IngestPlan
 from wikiwright.runtime.context import VaultContext
 
 from tests.conftest import Services
-from tests.helpers import git, ingest_commits
+from tests.helpers import drain_in_workers, git, ingest_commits, plans_set_aside
 from tests.llm_server import ScriptedServer, user_prompt
 from tests.model_helpers import reply, use_model
 from tests.test_terms_delta import drain, in_child
@@ -61,18 +61,7 @@ def state_rows(root: Path, path: str) -> tuple[bool, bool, bool]:
 
 def test_a_plan_set_aside_binds_no_page_and_the_next_plan_gets_the_same_name(
         services: Services, monkeypatch: pytest.MonkeyPatch) -> None:
-    planner = services.pipeline.planner
-    real_plan = planner.plan_read  # type: ignore[attr-defined]
-    plans: list[IngestPlan] = []
-
-    def plan_then_shutdown(*args: Any, **kwargs: Any) -> IngestPlan:
-        # A shutdown asked for while the source was planned: the plan is set aside, uncommitted.
-        plan = real_plan(*args, **kwargs)
-        plans.append(plan)
-        services.pipeline.stop.set()
-        return plan
-
-    monkeypatch.setattr(planner, "plan_read", plan_then_shutdown)
+    plans: list[IngestPlan] = plans_set_aside(services, monkeypatch)  # a shutdown asked for while planned
     services.drop("a b.md", FIRST)
     result = services.pipeline.drain_once()
     assert result is not None and result.state == "pending", result
@@ -80,7 +69,7 @@ def test_a_plan_set_aside_binds_no_page_and_the_next_plan_gets_the_same_name(
     assert bindings(services.vault.root) == {}  # ... and no binding (old code: bound while planned)
     assert services.ledger.bound_page("raw/a b.md") is None
 
-    monkeypatch.setattr(planner, "plan_read", real_plan)
+    monkeypatch.undo()
     services.pipeline.stop.clear()
     assert [r.state for r in services.drain()] == ["ingested"]
     assert bindings(services.vault.root) == {"raw/a b.md": "sources/src-a-b"}
@@ -154,21 +143,7 @@ def source_page_of(services: Services, path: str) -> str:
 def test_two_workers_draining_two_sources_whose_names_slug_the_same_make_two_pages(services: Services) -> None:
     services.drop("a b.md", FIRST)
     services.drop("a-b.md", SECOND)
-    errors: list[BaseException] = []
-
-    def work() -> None:
-        try:
-            while services.pipeline.drain_once() is not None:
-                pass
-        except BaseException as exc:  # pragma: no cover - shown below
-            errors.append(exc)
-
-    workers = [threading.Thread(target=work) for _ in range(2)]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join(120)
-    assert not errors
+    drain_in_workers(services.pipeline, 2)
     found = bindings(services.vault.root)
     assert sorted(found.values()) == ["sources/src-a-b", "sources/src-a-b-2"], found
     for path, name in (("raw/a b.md", "a b.md"), ("raw/a-b.md", "a-b.md")):

@@ -9,11 +9,8 @@ named point (``WIKIWRIGHT_CRASH_AT``, core/crashpoints.py).
 from __future__ import annotations
 
 import json
-import os
-import signal
 import sqlite3
 import threading
-import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -31,6 +28,7 @@ from wikiwright.ingest.terms import SourceRecorded, Term, TermIndex, TermsDelta,
 from wikiwright.runtime.context import VaultContext
 
 from tests.conftest import Services
+from tests.helpers import drain_in_workers, killed_in_child, plans_set_aside
 
 VALGRIND_A = """# Memory checking notes
 
@@ -70,17 +68,7 @@ def test_a_plan_set_aside_leaves_no_terms_and_its_source_counts_once_it_commits(
     assert [r.state for r in services.drain()] == ["ingested"]
     before = terms_rows(services.vault.root)
     planner = services.pipeline.planner
-    real_plan = planner.plan_read  # type: ignore[attr-defined]
-    plans: list[IngestPlan] = []
-
-    def plan_then_shutdown(*args: Any, **kwargs: Any) -> IngestPlan:
-        # A shutdown asked for while the source was planned: the plan is set aside, uncommitted.
-        plan = real_plan(*args, **kwargs)
-        plans.append(plan)
-        services.pipeline.stop.set()
-        return plan
-
-    monkeypatch.setattr(planner, "plan_read", plan_then_shutdown)
+    plans: list[IngestPlan] = plans_set_aside(services, monkeypatch)  # a shutdown asked for while planned
     services.drop("b.md", VALGRIND_B)
     result = services.pipeline.drain_once()
     assert result is not None and result.state == "pending", result
@@ -92,7 +80,7 @@ def test_a_plan_set_aside_leaves_no_terms_and_its_source_counts_once_it_commits(
     assert terms.source_count("valgrind") == 1 and terms.page_of("valgrind") == ""
     assert not (services.vault.wiki / "valgrind.md").exists()
 
-    monkeypatch.setattr(planner, "plan_read", real_plan)
+    monkeypatch.undo()
     services.pipeline.stop.clear()
     assert [r.state for r in services.drain()] == ["ingested"]
     assert terms.source_count("valgrind") == 2 and terms.page_of("valgrind") == "valgrind"
@@ -104,23 +92,12 @@ def test_a_plan_set_aside_leaves_no_terms_and_its_source_counts_once_it_commits(
 
 def in_child(root: Path, work: Callable[[VaultContext], None], crash_at: str) -> bool:
     """``work`` on the vault's context in a forked child that dies at ``crash_at``; True if killed."""
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child
-        code = 0
-        try:
-            os.environ["WIKIWRIGHT_CRASH_AT"] = crash_at
-            with VaultContext(load_config(root), Vault(root)) as ctx:
-                work(ctx)
-        except BaseException:
-            traceback.print_exc()
-            code = 1
-        os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    if os.WIFSIGNALED(status):
-        assert os.WTERMSIG(status) == signal.SIGKILL
-        return True
-    assert os.WEXITSTATUS(status) == 0, f"the child failed (not a crash) at {crash_at}"
-    return False
+
+    def on_context() -> None:
+        with VaultContext(load_config(root), Vault(root)) as ctx:
+            work(ctx)
+
+    return killed_in_child(on_context, crash_at)
 
 
 def drain(ctx: VaultContext) -> None:
@@ -283,21 +260,7 @@ def test_two_workers_planning_in_trials_count_what_one_worker_counts(services: S
     uncommitted plan; at the end the index is what one worker ingesting the same sources makes."""
     for n, text in enumerate(MEMORY_NOTES):
         services.drop(f"note-{n}.md", text)
-    errors: list[BaseException] = []
-
-    def work() -> None:
-        try:
-            while services.pipeline.drain_once() is not None:
-                pass
-        except BaseException as exc:  # pragma: no cover - shown below
-            errors.append(exc)
-
-    workers = [threading.Thread(target=work) for _ in range(2)]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join()
-    assert not errors
+    drain_in_workers(services.pipeline, 2)
     done = sorted(services.ledger.sources(), key=lambda r: r.ingested_at)
     assert [r.state for r in done] == ["ingested"] * len(MEMORY_NOTES)
     # One worker, the sources in the order the two committed them (what a term is can depend on
