@@ -275,3 +275,24 @@ def test_a_person_typing_in_related_while_the_engine_plans_keeps_their_line(serv
     assert typed == ["d"]
     section = get_section(parse_page(page.read_text()).body, "Related")
     assert section == "## Related\n\n- [[cachegrind]]\n- [[helgrind]]\n- [[massif]]\n- [[valgrind]]\n" + THEIRS
+
+
+def test_a_term_no_source_defines_says_so_until_one_does(services: Services) -> None:
+    """Our own research notes gave Python the "What it is" quote "The one local check was a
+    10-line Python sanity run of …": a mention, not what Python is. A page whose sources only
+    mention its term says so over the quote; a source saying what it is replaces both, and
+    reverting that source brings the note back (old code: any mention quoted as the answer)."""
+    services.drop("alpha.md", "# Alpha notes\n\nWe ran the Zephyrine importer on Tuesday for the billing team.\n")
+    services.drop("beta.md", "# Beta notes\n\nThe Zephyrine importer crashed twice during the night run.\n")
+    assert {r.state for r in services.drain()} == {"ingested"}
+    page = services.vault.wiki / "zephyrine.md"
+    what = get_section(parse_page(page.read_text(encoding="utf-8")).body, "What it is") or ""
+    assert concepts.UNDEFINED_NOTE in what and "> The Zephyrine importer crashed" in what, what
+    services.drop("gamma.md", "# Gamma\n\nZephyrine is a data importer that loads billing events into the warehouse.\n")
+    assert {r.state for r in services.drain()} == {"ingested"}
+    what = get_section(parse_page(page.read_text(encoding="utf-8")).body, "What it is") or ""
+    assert concepts.UNDEFINED_NOTE not in what and "> Zephyrine is a data importer" in what, what
+    reverted = cli("revert", "--vault", str(services.vault.root), "raw/gamma.md")
+    assert reverted.returncode == 0, reverted.stdout + reverted.stderr
+    what = get_section(parse_page(page.read_text(encoding="utf-8")).body, "What it is") or ""
+    assert concepts.UNDEFINED_NOTE in what and "Zephyrine is a data importer" not in what, what

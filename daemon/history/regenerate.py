@@ -40,6 +40,8 @@ from ..ingest.concepts import (
     RELATED_SOURCE_SECTION,
     ConceptKeeper,
     quote_safe,
+    replace_what_it_is_quote,
+    what_it_is_quote,
 )
 from ..ingest.offline import digest, humanize_file_name
 from ..ingest.plan import redact_source
@@ -313,8 +315,7 @@ class Regenerator:
         # was made: without this source, the first two that remain (a tie goes to the later).
         first_two = remaining[:2]
         best = max(first_two, key=lambda m: (m.score, m is first_two[-1]))
-        quote = f"> {quote_safe(best.sentence)}\n> — [[{best.source}]]\n"
-        new = re.sub(r"(?ms)^> .*?^> — \[\[[^\]]+\]\]\n", lambda _m: quote, section, count=1)
+        new = replace_what_it_is_quote(section, what_it_is_quote(best.sentence, best.source, best.score))
         summary = " ".join(best.sentence.split())
         meta = page.meta
         if "summary" in meta:

@@ -24,6 +24,7 @@ from datetime import date
 
 from ..core.vault import Vault
 from ..ingest.terms import (
+    DEFINING_SCORE,
     WHOLE_SENTENCE_SCORE,
     Mention,
     Term,
@@ -62,6 +63,24 @@ def quote_safe(text: str) -> str:
     source page lists what it removed from that source)."""
     text = clean_line(text).text
     return text.replace("![[", "!\\[[").replace("[[", "[\\[").replace("\n", " ")
+
+
+# Over the quote when no source says what the term is: a sentence that only mentions it
+# ("The one local check was a 10-line Python sanity run") is not quoted as if it said.
+UNDEFINED_NOTE = "_No source says what it is yet; one that mentions it:_"
+_WHAT_IT_IS_QUOTE_RE = re.compile(r"(?ms)^(?:_No source says what it is yet[^\n]*_\n\n)?> .*?^> — \[\[[^\]]+\]\]\n")
+
+
+def what_it_is_quote(sentence: str, source: str, score: float) -> str:
+    """The "What it is" section's quote of ``sentence`` from ``source`` (under its heading),
+    introduced as a mention when its ``score`` says it does not say what the term is."""
+    quote = f"> {quote_safe(sentence)}\n> — [[{source}]]\n"
+    return quote if score >= DEFINING_SCORE else f"{UNDEFINED_NOTE}\n\n{quote}"
+
+
+def replace_what_it_is_quote(section: str, quote: str) -> str:
+    """``section`` ("What it is") with its quote (and its note, if any) replaced by ``quote``."""
+    return _WHAT_IT_IS_QUOTE_RE.sub(lambda _m: quote, section, count=1)
 
 
 @dataclass
@@ -239,7 +258,7 @@ class ConceptKeeper:
             if m.label.casefold() != term.label.casefold() and m.label not in labels:
                 labels.append(m.label)
         body = [f"# {term.label}", "", "## What it is", "",
-                f"> {quote_safe(best.sentence)}", f"> — [[{best.source}]]", "",
+                what_it_is_quote(best.sentence, best.source, best.score).rstrip("\n"), "",
                 f"## {MENTIONED}", ""]
         listed = mentions[:MAX_LISTED]
         body += [self._mention_line(m, titles) for m in listed]
@@ -377,7 +396,8 @@ class ConceptKeeper:
         if mine is None:
             return None
         section = get_section(body, "What it is")
-        match = re.fullmatch(r"## What it is[ \t]*\n\s*> (.*)\n> — \[\[([^\]|]+)\]\]\s*", section or "")
+        match = re.fullmatch(r"## What it is[ \t]*\n\s*(?:_No source says what it is yet[^\n]*_\n\s*)?"
+                             r"> (.*)\n> — \[\[([^\]|]+)\]\]\s*", section or "")
         if match is None:
             return None
         label = str(meta.get("title") or term.label)
@@ -387,7 +407,8 @@ class ConceptKeeper:
             return None
         summary = " ".join(mine.sentence.split())
         meta["summary"] = quote_safe(summary if len(summary) <= 200 else summary[:197].rstrip() + "…")
-        return set_section(body, "What it is", f"## What it is\n\n> {quote_safe(mine.sentence)}\n> — [[{source}]]\n\n")
+        quote = what_it_is_quote(mine.sentence, source, _definition_score(label, mine.sentence))
+        return set_section(body, "What it is", f"## What it is\n\n{quote}\n")
 
     def _backfill(self, result: ConceptResult, page: str, title: str, mentions: list[Mention], source: str) -> None:
         """Earlier sources that mention a term that just got its page link to it."""

@@ -231,6 +231,7 @@ _BACK_REFERENCE_RE = re.compile(
 _ENTRY_START_RE = re.compile(r"(\*\*[^*]{1,80}\*\*|`[^`]{1,80}`):\s")  # "**-a, --text**: …", a list's entry
 BACK_REFERENCE_SCORE = 0.9
 WHOLE_SENTENCE_SCORE = BACK_REFERENCE_SCORE  # the least score of a mention in a whole sentence
+DEFINING_SCORE = 2.0  # the least score of a sentence that says what a term is ("X is …", "X lets …" opening it)
 
 
 def _definition_score(label: str, sentence: str) -> float:
