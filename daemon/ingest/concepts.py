@@ -68,7 +68,7 @@ def quote_safe(text: str) -> str:
 # Over the quote when no source says what the term is: a sentence that only mentions it
 # ("The one local check was a 10-line Python sanity run") is not quoted as if it said.
 UNDEFINED_NOTE = "_No source says what it is yet; one that mentions it:_"
-_WHAT_IT_IS_QUOTE_RE = re.compile(r"(?ms)^(?:_No source says what it is yet[^\n]*_\n\n)?> .*?^> — \[\[[^\]]+\]\]\n")
+_WHAT_IT_IS_QUOTE_RE = re.compile(r"(?ms)^(?:" + re.escape(UNDEFINED_NOTE) + r"\n\n)?> .*?^> — \[\[[^\]]+\]\]\n")
 
 
 def what_it_is_quote(sentence: str, source: str, score: float) -> str:
@@ -396,7 +396,7 @@ class ConceptKeeper:
         if mine is None:
             return None
         section = get_section(body, "What it is")
-        match = re.fullmatch(r"## What it is[ \t]*\n\s*(?:_No source says what it is yet[^\n]*_\n\s*)?"
+        match = re.fullmatch(r"## What it is[ \t]*\n\s*(?:" + re.escape(UNDEFINED_NOTE) + r"\n\s*)?"
                              r"> (.*)\n> — \[\[([^\]|]+)\]\]\s*", section or "")
         if match is None:
             return None
