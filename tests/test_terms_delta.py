@@ -29,17 +29,7 @@ from wikiwright.runtime.context import VaultContext
 
 from tests.conftest import Services
 from tests.helpers import drain_in_workers, killed_in_child, plans_set_aside
-
-VALGRIND_A = """# Memory checking notes
-
-Valgrind is an instrumentation framework for building dynamic analysis tools.
-We ran the test suite under Valgrind and Memcheck found two leaks in the parser.
-"""
-VALGRIND_B = """# Profiling the build
-
-The nightly job runs Cachegrind, a cache profiler that ships with Valgrind.
-Memcheck reports were clean this week.
-"""
+from tests.test_offline_wiki import VALGRIND_A, VALGRIND_B
 
 
 def rows(path: Path) -> dict[str, list[tuple[Any, ...]]]:
