@@ -246,23 +246,15 @@ class VaultContext:
         self.close()
 
 
-def wire_ingest(door: Door, planner: Planner | None = None, *, terms: TermIndex | None = None,
-                stop: threading.Event | None = None, work_ready: threading.Event | None = None) -> IngestServices:
-    """The ingest wiring on a door, written once: the planner (given, else the offline engine
-    on ``terms``, the process's term index), the pipeline through the door, the registrar with
-    the door's limits. :meth:`VaultContext.ingest_services` uses it; so does a test that wires
-    a door by hand."""
+def wire_ingest(door: Door, planner: Planner, *, stop: threading.Event | None = None,
+                work_ready: threading.Event | None = None) -> IngestServices:
+    """The ingest wiring on a door, written once (:meth:`VaultContext.ingest_services`): the
+    pipeline through the door with the process's planner, the registrar with the door's limits."""
     from ..ingest.pipeline import Pipeline
-    from ..ingest.plan import OfflinePlanner
     from ..intake.watch import Registrar
 
     config, vault = door.config, door.vault
-    chosen = planner
-    if chosen is None:
-        if terms is None:
-            raise WikiwrightError("wire_ingest needs a planner or the term index the offline engine plans with")
-        chosen = OfflinePlanner(config, vault, door.ledger, door.catalog, terms)
-    pipeline = Pipeline(door, planner=chosen, stop=stop)
+    pipeline = Pipeline(door, planner=planner, stop=stop)
     registrar = Registrar(vault, door.ledger, config.ingest.max_source_bytes, work_ready or threading.Event(),
                           allow_hard_links=config.ingest.allow_hard_links)
-    return IngestServices(chosen, pipeline, registrar)
+    return IngestServices(planner, pipeline, registrar)
