@@ -15,6 +15,7 @@ import re
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from ..core.sqlitedb import Schema, open_db
 from ..core.vault import Vault
@@ -316,13 +317,17 @@ class Catalog:
             return changed
 
     def _known_rows(self, names: list[str] | None) -> list[tuple[str, int, int, int]]:
-        columns = "SELECT name, size, mtime_ns, fts_rowid FROM pages"
+        return self._rows_by_key("SELECT name, size, mtime_ns, fts_rowid FROM pages", "name", names)
+
+    def _rows_by_key(self, query: str, key: str, names: list[str] | None) -> list[Any]:
+        """The rows of ``query`` whose ``key`` is one of ``names`` (looked up by key, 500 to a
+        statement), or every row when ``names`` is None. The caller holds the lock."""
         if names is None:
-            return list(self._db.execute(columns))
-        rows: list[tuple[str, int, int, int]] = []
+            return self._db.execute(query).fetchall()
+        rows: list[Any] = []
         for start in range(0, len(names), 500):
             chunk = names[start : start + 500]
-            rows += self._db.execute(f"{columns} WHERE name IN ({','.join('?' * len(chunk))})", chunk).fetchall()
+            rows += self._db.execute(f"{query} WHERE {key} IN ({','.join('?' * len(chunk))})", chunk).fetchall()
         return rows
 
     def _index_page(self, name: str, stat: tuple[int, int], fts_rowid: int | None = None) -> None:
@@ -437,15 +442,8 @@ class Catalog:
     def index_parts(self, names: list[str] | None = None) -> dict[str, tuple[str, int, int]]:
         """page -> (type, part, place) where index.md's group pages list it (wiki/index.py), for
         these pages (by key) or every one."""
-        query = "SELECT page, type, part, place FROM index_parts"
         with self._lock:
-            if names is None:
-                rows = self._db.execute(query).fetchall()
-            else:
-                rows = []
-                for start in range(0, len(names), 500):
-                    chunk = names[start : start + 500]
-                    rows += self._db.execute(f"{query} WHERE page IN ({','.join('?' * len(chunk))})", chunk).fetchall()
+            rows = self._rows_by_key("SELECT page, type, part, place FROM index_parts", "page", names)
         return {str(r[0]): (str(r[1]), int(r[2]), int(r[3])) for r in rows}
 
     def set_index_parts(self, placed: dict[str, tuple[str, int, int]], removed: list[str]) -> None:
